@@ -1,0 +1,387 @@
+//! `PoolBuilder`: every knob, checked before a thread starts.
+
+use crate::registry::Registry;
+use crate::sleep::MAX_WORKERS;
+use crate::sync::Arc;
+use crate::unwind::TaskPanic;
+use crate::{BuildError, Pool};
+use crossbeam_deque::Worker as Deque;
+use std::fmt;
+use std::time::Duration;
+
+/// What `submit` does when the queue is at capacity.
+///
+/// ```
+/// use flock::{Backpressure, Pool};
+/// let pool = Pool::builder().capacity(1024).when_full(Backpressure::CallerRuns).build().unwrap();
+/// pool.submit(|| ()).unwrap();
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backpressure {
+    /// Wait for room without spinning (the default), up to
+    /// [`block_timeout`](PoolBuilder::block_timeout) if one is set.
+    #[default]
+    Block,
+    /// Hand the task back at once in a [`SubmitError`](crate::SubmitError).
+    Reject,
+    /// Run the task on the submitting thread, which slows the producer down (Java's policy).
+    CallerRuns,
+    /// Run the task on a new thread, at most
+    /// [`max_spawned_threads`](PoolBuilder::max_spawned_threads) at once; beyond that, block.
+    SpawnThread,
+}
+
+/// The default bound on queued tasks.
+///
+/// 65,536 tasks: far more than any healthy burst (a submitter that outruns the workers for a
+/// few milliseconds), few enough that a stuck pool's backlog stays a few MiB and its queue
+/// wait stays bounded instead of growing without end. Servers with larger bursts raise it.
+pub const DEFAULT_CAPACITY: usize = 1 << 16;
+
+/// The default number of spin rounds before an idle worker parks.
+pub const DEFAULT_SPIN_LIMIT: u32 = 20;
+
+type IndexFn = Arc<dyn Fn(usize) + Send + Sync>;
+type NameFn = Arc<dyn Fn(usize) -> String + Send + Sync>;
+type PanicFn = Arc<dyn Fn(TaskPanic) + Send + Sync>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Pinning {
+    Off,
+    Allowed,
+    Explicit(Vec<usize>),
+}
+
+/// Configures and starts a [`Pool`].
+///
+/// ```
+/// use std::time::Duration;
+/// use flock::{Backpressure, Pool};
+/// let pool = Pool::builder()
+///     .workers(2)
+///     .capacity(10_000)
+///     .when_full(Backpressure::Block)
+///     .block_timeout(Duration::from_millis(50))
+///     .fifo()
+///     .thread_name(|i| format!("io-{i}"))
+///     .build()
+///     .expect("valid configuration");
+/// assert_eq!(pool.workers(), 2);
+/// ```
+#[must_use = "a builder does nothing until build() is called"]
+pub struct PoolBuilder {
+    workers: Option<usize>,
+    capacity: usize,
+    when_full: Backpressure,
+    block_timeout: Option<Duration>,
+    fifo: bool,
+    spin_limit: u32,
+    pinning: Pinning,
+    thread_name: Option<NameFn>,
+    stack_size: Option<usize>,
+    on_worker_start: Option<IndexFn>,
+    on_worker_stop: Option<IndexFn>,
+    panic_handler: Option<PanicFn>,
+    max_spawned_threads: Option<usize>,
+}
+
+/// The checked configuration the registry runs on.
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) capacity: usize,
+    pub(crate) when_full: Backpressure,
+    pub(crate) block_timeout: Option<Duration>,
+    pub(crate) spin_limit: u32,
+    pub(crate) cores: Option<Vec<usize>>,
+    pub(crate) on_worker_start: Option<IndexFn>,
+    pub(crate) on_worker_stop: Option<IndexFn>,
+    pub(crate) panic_handler: Option<PanicFn>,
+    pub(crate) max_spawned_threads: usize,
+}
+
+impl Default for PoolBuilder {
+    fn default() -> Self {
+        PoolBuilder {
+            workers: None,
+            capacity: DEFAULT_CAPACITY,
+            when_full: Backpressure::Block,
+            block_timeout: None,
+            fifo: false,
+            spin_limit: DEFAULT_SPIN_LIMIT,
+            pinning: Pinning::Off,
+            thread_name: None,
+            stack_size: None,
+            on_worker_start: None,
+            on_worker_stop: None,
+            panic_handler: None,
+            max_spawned_threads: None,
+        }
+    }
+}
+
+impl fmt::Debug for PoolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolBuilder")
+            .field("workers", &self.workers)
+            .field("capacity", &self.capacity)
+            .field("when_full", &self.when_full)
+            .field("block_timeout", &self.block_timeout)
+            .field("fifo", &self.fifo)
+            .field("spin_limit", &self.spin_limit)
+            .field("pinning", &self.pinning)
+            .field("stack_size", &self.stack_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PoolBuilder {
+    /// A builder with every default (see each method).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of worker threads. Default: the CPUs this process may run on
+    /// (`std::thread::available_parallelism`, which honours affinity masks and cgroup quotas).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Bound on tasks submitted from outside the pool that have not started yet (running tasks
+    /// do not count). Default [`DEFAULT_CAPACITY`]; `usize::MAX` means no bound. Tasks that
+    /// tasks submit go to their worker's own deque and are not bounded: bounding them could
+    /// deadlock a fork-join. Workers hand started tasks back to the count in small batches,
+    /// so with large capacities (≥ 64 × 32 × workers) a queue may be reported full up to
+    /// `64 × workers` tasks early; it is never over-filled.
+    pub fn capacity(mut self, n: usize) -> Self {
+        self.capacity = n;
+        self
+    }
+
+    /// What a submit does when the queue is at capacity. Default [`Backpressure::Block`].
+    pub fn when_full(mut self, policy: Backpressure) -> Self {
+        self.when_full = policy;
+        self
+    }
+
+    /// Longest a blocked submit waits for room before its task is handed back with
+    /// [`RejectReason::Timeout`](crate::RejectReason::Timeout). Default: no limit.
+    pub fn block_timeout(mut self, timeout: Duration) -> Self {
+        self.block_timeout = Some(timeout);
+        self
+    }
+
+    /// Each worker runs the tasks it spawned oldest first.
+    pub fn fifo(mut self) -> Self {
+        self.fifo = true;
+        self
+    }
+
+    /// Each worker runs the tasks it spawned newest first (the default: best cache reuse for
+    /// fork-join).
+    pub fn lifo(mut self) -> Self {
+        self.fifo = false;
+        self
+    }
+
+    /// Rounds an idle worker spins (with growing backoff, then yields) before it parks.
+    /// Default [`DEFAULT_SPIN_LIMIT`]; 0 parks at once.
+    pub fn spin_limit(mut self, rounds: u32) -> Self {
+        self.spin_limit = rounds;
+        self
+    }
+
+    /// Pins worker `i` to the `i`-th CPU this process may run on (wrapping around).
+    pub fn pin_workers(mut self, pin: bool) -> Self {
+        self.pinning = if pin { Pinning::Allowed } else { Pinning::Off };
+        self
+    }
+
+    /// Pins worker `i` to `cores[i % cores.len()]`. A core this process may not run on is a
+    /// [`BuildError::UnknownCore`].
+    pub fn pin_to(mut self, cores: impl IntoIterator<Item = usize>) -> Self {
+        self.pinning = Pinning::Explicit(cores.into_iter().collect());
+        self
+    }
+
+    /// Names worker threads. Default `flock-worker-{i}`.
+    pub fn thread_name(mut self, name: impl Fn(usize) -> String + Send + Sync + 'static) -> Self {
+        self.thread_name = Some(Arc::new(name));
+        self
+    }
+
+    /// Stack size of each worker thread in bytes. Default: the platform's (`std::thread`).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Called on each worker thread, with its index, before it runs any task. A panic in the
+    /// hook is caught and printed; the worker goes on.
+    pub fn on_worker_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.on_worker_start = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called on each worker thread, with its index, after its last task. A panic in the hook
+    /// is caught and printed.
+    pub fn on_worker_stop(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        self.on_worker_stop = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called with every panic of a task submitted with [`Pool::submit`] (spawned tasks hand
+    /// their panic to their [`JoinHandle`](crate::JoinHandle), scoped tasks to their scope).
+    /// Without a handler the panic is counted and the standard panic hook has already printed
+    /// it. A panic inside the handler is caught and printed; the worker goes on.
+    pub fn panic_handler(mut self, handler: impl Fn(TaskPanic) + Send + Sync + 'static) -> Self {
+        self.panic_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// With [`Backpressure::SpawnThread`], the most helper threads alive at once. Default:
+    /// the number of workers.
+    pub fn max_spawned_threads(mut self, n: usize) -> Self {
+        self.max_spawned_threads = Some(n);
+        self
+    }
+
+    /// Checks the configuration and starts the workers. Returns once every worker is running
+    /// (and pinned, when asked).
+    pub fn build(self) -> Result<Pool, BuildError> {
+        let workers = match self.workers {
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, usize::from),
+        };
+        if workers == 0 {
+            return Err(BuildError::ZeroWorkers);
+        }
+        if workers > MAX_WORKERS {
+            return Err(BuildError::TooManyWorkers {
+                requested: workers,
+                max: MAX_WORKERS,
+            });
+        }
+        if self.capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
+        }
+        if self.stack_size == Some(0) {
+            return Err(BuildError::ZeroStackSize);
+        }
+        let max_spawned_threads = self.max_spawned_threads.unwrap_or(workers);
+        if max_spawned_threads == 0 && self.when_full == Backpressure::SpawnThread {
+            return Err(BuildError::ZeroSpawnThreads);
+        }
+        let cores = resolve_cores(&self.pinning, workers)?;
+        let cfg = Config {
+            workers,
+            capacity: self.capacity,
+            when_full: self.when_full,
+            block_timeout: self.block_timeout,
+            spin_limit: self.spin_limit,
+            cores,
+            on_worker_start: self.on_worker_start,
+            on_worker_stop: self.on_worker_stop,
+            panic_handler: self.panic_handler,
+            max_spawned_threads,
+        };
+        let thread_name = self
+            .thread_name
+            .unwrap_or_else(|| Arc::new(|i| format!("flock-worker-{i}")));
+        start(cfg, self.fifo, &*thread_name, self.stack_size)
+    }
+}
+
+/// The core each worker is pinned to, or `None` without pinning.
+fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>, BuildError> {
+    if *pinning == Pinning::Off {
+        return Ok(None);
+    }
+    let available: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let list = match pinning {
+        Pinning::Off => unreachable!("handled above"),
+        Pinning::Allowed if available.is_empty() => return Err(BuildError::NoCoresToPin),
+        Pinning::Allowed => available,
+        Pinning::Explicit(list) if list.is_empty() => return Err(BuildError::EmptyCoreList),
+        Pinning::Explicit(list) => {
+            if let Some(&core) = list.iter().find(|c| !available.contains(c)) {
+                return Err(BuildError::UnknownCore { core, available });
+            }
+            list.clone()
+        }
+    };
+    Ok(Some((0..workers).map(|i| list[i % list.len()]).collect()))
+}
+
+/// Starts the workers of a checked configuration and waits until each reports in.
+fn start(
+    cfg: Config,
+    fifo: bool,
+    name: &(dyn Fn(usize) -> String + Send + Sync),
+    stack: Option<usize>,
+) -> Result<Pool, BuildError> {
+    let workers = cfg.workers;
+    let deques: Vec<Deque<crate::job::Job>> = (0..workers)
+        .map(|_| {
+            if fifo {
+                Deque::new_fifo()
+            } else {
+                Deque::new_lifo()
+            }
+        })
+        .collect();
+    let stealers = deques.iter().map(Deque::stealer).collect();
+    let cores = cfg.cores.clone();
+    let registry = Arc::new(Registry::new(cfg, stealers));
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, bool)>();
+    for (index, local) in deques.into_iter().enumerate() {
+        let core = cores.as_ref().map(|c| c[index]);
+        let reg = registry.clone();
+        let tx = tx.clone();
+        let mut builder = std::thread::Builder::new().name(name(index));
+        if let Some(bytes) = stack {
+            builder = builder.stack_size(bytes);
+        }
+        let spawned = builder.spawn(move || {
+            crate::worker::run(reg, index, local, core, move |pinned| {
+                let _ = tx.send((index, pinned));
+            })
+        });
+        match spawned {
+            Ok(handle) => registry.add_thread(handle),
+            Err(e) => {
+                registry.set_live(index);
+                return Err(abort_start(registry, BuildError::ThreadSpawn(e)));
+            }
+        }
+    }
+    drop(tx);
+    let mut failed = None;
+    for _ in 0..workers {
+        match rx.recv() {
+            Ok((index, false)) => failed = failed.or(Some(index)),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    if let Some(worker) = failed {
+        let core = cores.as_ref().map_or(0, |c| c[worker]);
+        return Err(abort_start(
+            registry,
+            BuildError::PinFailed { worker, core },
+        ));
+    }
+    Ok(Pool::from_registry(registry))
+}
+
+/// Stops the workers a failed build already started, and returns its error.
+fn abort_start(registry: Arc<Registry>, err: BuildError) -> BuildError {
+    registry.begin_shutdown(false);
+    registry.await_workers(None);
+    registry.join_threads();
+    err
+}

@@ -1,0 +1,241 @@
+//! Typed errors. A refused task always comes back inside its error.
+
+use std::any::Any;
+use std::fmt;
+
+/// Why the pool refused a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// The queue was at capacity and the policy is [`Backpressure::Reject`](crate::Backpressure::Reject).
+    Full,
+    /// The queue stayed at capacity for the whole `block_timeout`.
+    Timeout,
+    /// The pool is shutting down or has shut down.
+    Shutdown,
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RejectReason::Full => "the pool's queue is full",
+            RejectReason::Timeout => "the pool's queue stayed full for the whole block timeout",
+            RejectReason::Shutdown => "the pool is shut down",
+        })
+    }
+}
+
+/// A task the pool did not accept, handed back to the caller.
+///
+/// ```
+/// use flock::{Pool, RejectReason};
+/// let pool = Pool::new();
+/// pool.shutdown().unwrap();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let err = pool.submit(move || tx.send(7).unwrap()).unwrap_err();
+/// assert_eq!(err.reason(), RejectReason::Shutdown);
+/// let task = err.into_inner();
+/// task(); // nothing was lost: run it here instead
+/// assert_eq!(rx.recv().unwrap(), 7);
+/// ```
+pub struct SubmitError<F> {
+    task: F,
+    reason: RejectReason,
+}
+
+impl<F> SubmitError<F> {
+    pub(crate) fn new(task: F, reason: RejectReason) -> Self {
+        SubmitError { task, reason }
+    }
+
+    /// Why the task was refused.
+    pub fn reason(&self) -> RejectReason {
+        self.reason
+    }
+
+    /// The refused task, unrun.
+    pub fn into_inner(self) -> F {
+        self.task
+    }
+}
+
+impl<F> fmt::Debug for SubmitError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubmitError")
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> fmt::Display for SubmitError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task refused: {}", self.reason)
+    }
+}
+
+impl<F> std::error::Error for SubmitError<F> {}
+
+/// Why a wait (or a shutdown, which waits) did not complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitError {
+    /// Called from one of the pool's own workers, where waiting would wait for itself.
+    WouldDeadlock,
+    /// The timeout passed first. For a shutdown, the pool keeps draining; the threads are
+    /// joined by a later shutdown call or when the `Pool` is dropped.
+    Timeout,
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WaitError::WouldDeadlock => {
+                "called from one of the pool's own workers, which would wait for itself; \
+                 call it from outside the pool"
+            }
+            WaitError::Timeout => "the timeout passed before the pool finished",
+        })
+    }
+}
+
+impl std::error::Error for WaitError {}
+
+/// Why a spawned task produced no value.
+pub enum JoinError {
+    /// The task panicked; this is its payload.
+    Panicked(Box<dyn Any + Send + 'static>),
+    /// [`JoinHandle::cancel`](crate::JoinHandle::cancel) removed it before it started.
+    Cancelled,
+    /// `shutdown_now` dropped it before it started.
+    Dropped,
+    /// The pool refused it (see [`Pool::spawn`](crate::Pool::spawn)); the closure was dropped.
+    Refused(RejectReason),
+}
+
+impl JoinError {
+    /// Whether the task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self, JoinError::Panicked(_))
+    }
+
+    /// The panic payload, if the task panicked.
+    pub fn into_panic(self) -> Option<Box<dyn Any + Send + 'static>> {
+        match self {
+            JoinError::Panicked(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(p) => f
+                .debug_tuple("Panicked")
+                .field(&crate::unwind::payload_message(&**p).unwrap_or("<non-string payload>"))
+                .finish(),
+            JoinError::Cancelled => f.write_str("Cancelled"),
+            JoinError::Dropped => f.write_str("Dropped"),
+            JoinError::Refused(r) => f.debug_tuple("Refused").field(r).finish(),
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinError::Panicked(p) => write!(
+                f,
+                "the task panicked: {}",
+                crate::unwind::payload_message(&**p).unwrap_or("<non-string payload>")
+            ),
+            JoinError::Cancelled => f.write_str("the task was cancelled before it started"),
+            JoinError::Dropped => {
+                f.write_str("the task was dropped by shutdown_now before it started")
+            }
+            JoinError::Refused(r) => write!(f, "the task was refused: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+/// An invalid pool configuration, or a failure to start the pool's threads.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `workers(0)`: a pool needs at least one worker.
+    ZeroWorkers,
+    /// More workers than the sleep protocol's counters can hold.
+    TooManyWorkers {
+        /// The number asked for.
+        requested: usize,
+        /// The largest accepted number.
+        max: usize,
+    },
+    /// `capacity(0)`: nothing could ever be queued.
+    ZeroCapacity,
+    /// `max_spawned_threads(0)` with `Backpressure::SpawnThread`.
+    ZeroSpawnThreads,
+    /// `stack_size(0)`.
+    ZeroStackSize,
+    /// `pin_to` was given an empty list.
+    EmptyCoreList,
+    /// `pin_to` named a core this process may not run on (or that does not exist).
+    UnknownCore {
+        /// The core id asked for.
+        core: usize,
+        /// The core ids this process may run on.
+        available: Vec<usize>,
+    },
+    /// Pinning was asked for but the OS reported no cores this process may run on.
+    NoCoresToPin,
+    /// The OS refused to pin a worker to its core.
+    PinFailed {
+        /// The worker's index.
+        worker: usize,
+        /// The core it was to be pinned to.
+        core: usize,
+    },
+    /// The OS refused to start a worker thread.
+    ThreadSpawn(std::io::Error),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ZeroWorkers => f.write_str("workers(0): a pool needs at least one worker; pass 1 or more"),
+            BuildError::TooManyWorkers { requested, max } => {
+                write!(f, "workers({requested}) is more than the {max} flock supports; pass at most {max}")
+            }
+            BuildError::ZeroCapacity => {
+                f.write_str("capacity(0) could never queue a task; pass 1 or more (usize::MAX for no bound)")
+            }
+            BuildError::ZeroSpawnThreads => {
+                f.write_str("max_spawned_threads(0) with Backpressure::SpawnThread could never spawn; pass 1 or more")
+            }
+            BuildError::ZeroStackSize => f.write_str("stack_size(0) is not a usable stack; pass a size in bytes"),
+            BuildError::EmptyCoreList => {
+                f.write_str("pin_to(&[]) names no core; pass at least one core id or use pin_workers(true)")
+            }
+            BuildError::UnknownCore { core, available } => write!(
+                f,
+                "pin_to: core {core} is not one this process may run on; available cores: {available:?}"
+            ),
+            BuildError::NoCoresToPin => {
+                f.write_str("pinning was asked for but the OS lists no core for this process; drop pin_workers/pin_to")
+            }
+            BuildError::PinFailed { worker, core } => {
+                write!(f, "the OS refused to pin worker {worker} to core {core}")
+            }
+            BuildError::ThreadSpawn(e) => write!(f, "could not start a worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::ThreadSpawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The type-erased task that travels through the deques.
+//!
+//! A [`Job`] is five words: one function pointer that either runs or discards the job, three
+//! words of payload, and a word of flags. A closure of up to three words (an `Arc` and a couple
+//! of integers, say) is stored in the payload itself, so submitting it allocates nothing;
+//! larger closures are boxed and the payload holds the box. Other job kinds (spawned tasks with
+//! a join handle, `join`'s stack jobs, C callbacks) fill the payload with their own pointers.
+
+use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
+use std::ptr;
+
+/// The payload words of a job.
+pub(crate) type Payload = MaybeUninit<[usize; 3]>;
+
+/// What running (or discarding) a job amounted to, for the counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The task ran to its end (or, when discarded, was dropped unrun).
+    Done,
+    /// The task panicked and its payload went somewhere else (a join handle, a scope).
+    Panicked,
+    /// The task had already been accounted for (a cancelled spawn); count nothing.
+    Skipped,
+}
+
+/// How a job's function is asked to act.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    Run,
+    Discard,
+}
+
+/// Runs or discards the payload. Called exactly once per job.
+pub(crate) type CallFn = unsafe fn(Payload, Action) -> Outcome;
+
+/// The job counts as a task: it was entered in the counters, and its end must be counted.
+pub(crate) const COUNTED: u8 = 1;
+/// The job holds one unit of the pool's `pending` (capacity) count until it starts.
+pub(crate) const RESERVED: u8 = 2;
+/// `shutdown_now` may discard the job instead of running it.
+pub(crate) const DISCARDABLE: u8 = 4;
+/// The payload's first word is the address of a stack job (see `join`).
+pub(crate) const STACK: u8 = 8;
+
+pub(crate) struct Job {
+    call: CallFn,
+    payload: Payload,
+    flags: u8,
+}
+
+// SAFETY: every constructor requires the captured state to be `Send` (closures are
+// `F: Send`; raw constructors put that duty on their callers).
+unsafe impl Send for Job {}
+
+const fn fits_inline<F>() -> bool {
+    size_of::<F>() <= size_of::<Payload>() && align_of::<F>() <= align_of::<Payload>()
+}
+
+impl Job {
+    /// A job running `f`, which reports its own outcome.
+    pub(crate) fn new<F>(f: F, flags: u8) -> Job
+    where
+        F: FnOnce() -> Outcome + Send + 'static,
+    {
+        // SAFETY: `F: 'static`, so the job may outlive any stack frame.
+        unsafe { Job::new_unchecked(f, flags) }
+    }
+
+    /// Like [`Job::new`] for a closure that borrows.
+    ///
+    /// # Safety
+    /// The job must be run or dropped before anything `f` borrows goes away.
+    pub(crate) unsafe fn new_unchecked<'a, F>(f: F, flags: u8) -> Job
+    where
+        F: FnOnce() -> Outcome + Send + 'a,
+    {
+        let mut payload = Payload::uninit();
+        if fits_inline::<F>() {
+            // SAFETY: the payload is large and aligned enough for `F` (checked just above).
+            unsafe { ptr::write(payload.as_mut_ptr().cast::<F>(), f) };
+            Job {
+                call: call_inline::<F>,
+                payload,
+                flags,
+            }
+        } else {
+            let boxed = Box::into_raw(Box::new(f));
+            // SAFETY: a payload always has room for one pointer.
+            unsafe { ptr::write(payload.as_mut_ptr().cast::<*mut F>(), boxed) };
+            Job {
+                call: call_boxed::<F>,
+                payload,
+                flags,
+            }
+        }
+    }
+
+    /// A job made of a call function and a payload the caller filled.
+    ///
+    /// # Safety
+    /// `call` must accept `payload` exactly once, with either action, from any thread.
+    pub(crate) unsafe fn from_raw(call: CallFn, payload: Payload, flags: u8) -> Job {
+        Job {
+            call,
+            payload,
+            flags,
+        }
+    }
+
+    pub(crate) fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    pub(crate) fn add_flags(&mut self, flags: u8) {
+        self.flags |= flags;
+    }
+
+    /// The address a stack job was built from, if this is one.
+    pub(crate) fn stack_address(&self) -> Option<usize> {
+        if self.flags & STACK == 0 {
+            return None;
+        }
+        // SAFETY: stack jobs always initialise their first payload word with their address.
+        Some(unsafe { self.payload.assume_init_ref()[0] })
+    }
+
+    /// Runs the job. A plain closure's panic unwinds out of here; the worker catches it.
+    pub(crate) fn run(self) -> Outcome {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so `call` sees the payload exactly once.
+        unsafe { (this.call)(this.payload, Action::Run) }
+    }
+
+    /// Drops the job without running it, returning what that amounted to.
+    pub(crate) fn discard(self) -> Outcome {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: as in `run`.
+        unsafe { (this.call)(this.payload, Action::Discard) }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // SAFETY: `run` and `discard` forget the job, so this is the payload's only use.
+        unsafe { (self.call)(self.payload, Action::Discard) };
+    }
+}
+
+/// # Safety
+/// `payload` holds an `F` written by `Job::new_unchecked`, read here once.
+unsafe fn call_inline<F: FnOnce() -> Outcome>(payload: Payload, action: Action) -> Outcome {
+    // SAFETY: see the function's contract.
+    let f = unsafe { ptr::read(payload.as_ptr().cast::<F>()) };
+    match action {
+        Action::Run => f(),
+        Action::Discard => {
+            drop(f);
+            Outcome::Done
+        }
+    }
+}
+
+/// # Safety
+/// `payload` holds a `Box<F>` pointer written by `Job::new_unchecked`, read here once.
+unsafe fn call_boxed<F: FnOnce() -> Outcome>(payload: Payload, action: Action) -> Outcome {
+    // SAFETY: see the function's contract; the box was leaked by `new_unchecked`.
+    let f = unsafe { Box::from_raw(ptr::read(payload.as_ptr().cast::<*mut F>())) };
+    match action {
+        Action::Run => f(),
+        Action::Discard => {
+            drop(f);
+            Outcome::Done
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn small_and_large_closures_run_once_and_drop_once() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let small = {
+            let (ran, guard) = (ran.clone(), CountDrop(drops.clone()));
+            Job::new(
+                move || {
+                    let _g = &guard;
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Outcome::Done
+                },
+                0,
+            )
+        };
+        let big = {
+            let (ran, guard, pad) = (ran.clone(), CountDrop(drops.clone()), [7u64; 8]);
+            Job::new(
+                move || {
+                    let _g = &guard;
+                    ran.fetch_add(pad[3] as usize, Ordering::SeqCst);
+                    Outcome::Done
+                },
+                0,
+            )
+        };
+        assert_eq!(small.run(), Outcome::Done);
+        assert_eq!(big.run(), Outcome::Done);
+        assert_eq!(ran.load(Ordering::SeqCst), 8);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn dropped_jobs_drop_their_closure_without_running() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(AtomicUsize::new(0));
+        for pad in [0usize, 64] {
+            let guard = CountDrop(drops.clone());
+            let ran = ran.clone();
+            let buf = vec![0u8; pad];
+            let job = Job::new(
+                move || {
+                    let _ = (&guard, &buf);
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Outcome::Done
+                },
+                COUNTED,
+            );
+            assert_eq!(job.flags(), COUNTED);
+            drop(job);
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+}

@@ -1,0 +1,146 @@
+//! Fork-join: `join(a, b)` runs `a` here and offers `b` to thieves.
+
+use crate::job::{Action, Job, Outcome, Payload, COUNTED, STACK};
+use crate::latch::Latch;
+use crate::registry::{Admission, Registry};
+use crate::sync::Arc;
+use crate::worker::WorkerThread;
+use std::cell::UnsafeCell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::thread::Result as TaskResult;
+
+/// A job that lives in its waiter's stack frame. The waiter does not return before the job
+/// ran (the latch is open) or it took the job back, so the frame outlives the job.
+struct StackJob<F, R> {
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<TaskResult<R>>>,
+    latch: Latch,
+}
+
+impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+    fn new(f: F) -> Self {
+        StackJob {
+            func: UnsafeCell::new(Some(f)),
+            result: UnsafeCell::new(None),
+            latch: Latch::new(),
+        }
+    }
+
+    /// # Safety
+    /// `self` must stay in place and alive until the job ran or was taken back.
+    unsafe fn as_job(&self, flags: u8) -> Job {
+        let mut payload = Payload::uninit();
+        // SAFETY: a payload has room for one address; `Job::stack_address` reads it back.
+        unsafe {
+            ptr::write(
+                payload.as_mut_ptr().cast::<usize>(),
+                self as *const Self as usize,
+            )
+        };
+        // SAFETY: `call_stack::<F, R>` reads exactly this address, once.
+        unsafe { Job::from_raw(call_stack::<F, R>, payload, flags | STACK) }
+    }
+
+    fn address(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Runs the function here (the owner took its job back before anyone stole it).
+    fn run_here(&self) -> TaskResult<R> {
+        // SAFETY: the job was taken back from the deque, so nobody else can run it.
+        let f = unsafe { (*self.func.get()).take() }.expect("flock: a stack job runs once");
+        catch_unwind(AssertUnwindSafe(f))
+    }
+
+    /// The result left by the thief, once `latch.wait()` returned.
+    fn take_result(&self) -> TaskResult<R> {
+        // SAFETY: the latch is open and waited on, so the thief wrote `result` and is done
+        // with the job.
+        unsafe { (*self.result.get()).take() }.expect("flock: a stolen stack job left its result")
+    }
+}
+
+/// # Safety
+/// `payload`'s first word is the address of a live `StackJob<F, R>` whose job was not run yet.
+unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send>(
+    payload: Payload,
+    _action: Action,
+) -> Outcome {
+    // SAFETY: see the function's contract.
+    let job = unsafe { &*(ptr::read(payload.as_ptr().cast::<usize>()) as *const StackJob<F, R>) };
+    // Both actions run the function: a stack job's owner is blocked on it, so it must never
+    // be dropped unrun (and it is not `DISCARDABLE`, so `shutdown_now` never asks).
+    // SAFETY: the job is run once; its owner does not touch `func` once the job is out of
+    // its deque.
+    let f = unsafe { (*job.func.get()).take() }.expect("flock: a stack job runs once");
+    let result = catch_unwind(AssertUnwindSafe(f));
+    let outcome = if result.is_ok() {
+        Outcome::Done
+    } else {
+        Outcome::Panicked
+    };
+    // SAFETY: the owner reads `result` only after the latch opens, below.
+    unsafe { *job.result.get() = Some(result) };
+    job.latch.set();
+    outcome
+}
+
+/// `join` on a worker of the pool: push `b`, run `a`, then take `b` back or wait for its thief.
+pub(crate) fn join_on_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(b);
+    // SAFETY: this frame does not return before `job_b` ran here or its latch opened.
+    worker.push_local(unsafe { job_b.as_job(0) });
+    let ra = catch_unwind(AssertUnwindSafe(a));
+    let rb = loop {
+        if job_b.latch.probe() {
+            job_b.latch.wait();
+            break job_b.take_result();
+        }
+        match worker.pop_local() {
+            Some(job) if job.stack_address() == Some(job_b.address()) => {
+                std::mem::forget(job); // just our own address; `run_here` does the work
+                break job_b.run_here();
+            }
+            Some(job) => worker.execute(job),
+            None => {
+                worker.wait_until(&job_b.latch);
+                break job_b.take_result();
+            }
+        }
+    };
+    let ra = ra.unwrap_or_else(|p| resume_unwind(p));
+    (ra, rb.unwrap_or_else(|p| resume_unwind(p)))
+}
+
+/// `join` from outside the pool: one job runs the whole join on a worker while we block.
+pub(crate) fn join_from_outside<A, B, RA, RB>(registry: &Arc<Registry>, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let shard = registry.counters.external();
+    let Ok(route) = registry.admit(shard, Admission::Unbounded) else {
+        // Shut down: run both here, in order, rather than fail.
+        return (a(), b());
+    };
+    let job = StackJob::new(move || {
+        crate::worker::with_current(|w| {
+            let w = w.expect("flock: a queued job runs on a worker");
+            join_on_worker(w, a, b)
+        })
+    });
+    // SAFETY: we block on the latch below before `job` can go out of scope.
+    let queued = unsafe { job.as_job(COUNTED) };
+    Registry::dispatch(registry, shard, route, queued);
+    job.latch.wait();
+    job.take_result().unwrap_or_else(|p| resume_unwind(p))
+}

@@ -1,0 +1,60 @@
+//! flock: a multi-threaded work-stealing task pool.
+//!
+//! Each worker owns a Chase-Lev deque (`crossbeam-deque`); tasks submitted from outside the
+//! pool go to a shared injector, tasks submitted by tasks go to their worker's own deque, and
+//! idle workers steal. Idle workers spin briefly, then park on a futex with no timer; the
+//! protocol that makes that safe (no lost wake-up, no thundering herd) is written down in
+//! `src/sleep/README.md`.
+//!
+//! ```
+//! use flock::{Backpressure, Pool};
+//!
+//! let pool = Pool::builder().capacity(10_000).when_full(Backpressure::Block).build()?;
+//! pool.submit(|| println!("fire and forget"))?;
+//! let answer = pool.spawn(|| 6 * 7);
+//! let (a, b) = pool.join(|| 1 + 1, || 2 + 2);
+//! assert_eq!((answer.join()?, a, b), (42, 2, 4));
+//! pool.wait()?;
+//! pool.shutdown()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
+#![warn(rust_2018_idioms)]
+
+mod builder;
+mod error;
+mod job;
+mod join;
+mod latch;
+mod metrics;
+mod pool;
+mod registry;
+mod scope;
+mod sleep;
+mod spawn;
+mod sync;
+mod unwind;
+mod worker;
+
+pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use error::{BuildError, JoinError, RejectReason, SubmitError, WaitError};
+pub use pool::Pool;
+pub use scope::Scope;
+pub use spawn::JoinHandle;
+pub use unwind::TaskPanic;
+pub use worker::current_worker_index;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_handles_are_send_and_sync() {
+        assert_send_sync::<Pool>();
+        assert_send_sync::<Scope<'static>>();
+        fn assert_send<T: Send>() {}
+        assert_send::<JoinHandle<u32>>();
+    }
+}

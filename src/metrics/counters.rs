@@ -1,0 +1,222 @@
+//! Sharded counters: one cache-padded shard per worker, written only by that worker with plain
+//! (load + store) updates, and a few shards for threads outside the pool, picked by a
+//! thread-local index so two submitters rarely share one. Readers sum the shards.
+//!
+//! Five counters take part in the pool's protocol (see `outstanding`) and come through the
+//! `sync` facade so loom sees them; the rest are statistics and stay on plain std atomics.
+
+use crate::sync::{fence, AtomicU64 as PAtomicU64, Ordering as POrdering};
+use crossbeam_utils::CachePadded;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// Counters that `wait()` and shutdown reason about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Proto {
+    /// A submitter committed to the task (before it looked at the shutdown flag).
+    Entered = 0,
+    /// An entered task was refused after all (shutdown seen, queue full, timeout).
+    Revoked,
+    /// The task ran to its end.
+    Completed,
+    /// The task panicked.
+    Panicked,
+    /// The task was dropped unrun (`shutdown_now`, `JoinHandle::cancel`).
+    Dropped,
+}
+const PROTO: usize = 5;
+
+/// Counters that only statistics read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stat {
+    /// Tasks accepted (entered and not revoked).
+    Submitted = 0,
+    RejectedFull,
+    RejectedTimeout,
+    RejectedShutdown,
+    CallerRuns,
+    SpawnedThread,
+    /// Tasks taken from other workers' deques.
+    Stolen,
+    /// Tasks taken from the injector.
+    FromInjector,
+    /// Tasks pushed by a worker onto its own deque.
+    LocalPushes,
+    Parks,
+    Wakeups,
+}
+const STATS: usize = 11;
+
+/// What a worker is doing, as statistics show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum WorkerState {
+    Running = 0,
+    Spinning,
+    Parked,
+    Stopped,
+}
+
+pub(crate) struct Shard {
+    proto: [PAtomicU64; PROTO],
+    stats: [AtomicU64; STATS],
+    state: AtomicU8,
+}
+
+impl Shard {
+    fn new() -> Self {
+        Shard {
+            proto: std::array::from_fn(|_| PAtomicU64::new(0)),
+            stats: std::array::from_fn(|_| AtomicU64::new(0)),
+            state: AtomicU8::new(WorkerState::Running as u8),
+        }
+    }
+
+    /// Adds `n` to a counter of a shard that only the calling thread writes (a worker's own):
+    /// a plain load and store, no read-modify-write.
+    pub(crate) fn add_owned(&self, c: Proto, n: u64) {
+        let a = &self.proto[c as usize];
+        // Release: pairs with the Acquire loads in `Counters::outstanding`, so a reader that
+        // counts this task as finished also sees everything the task did.
+        a.store(a.load(POrdering::Relaxed) + n, POrdering::Release);
+    }
+
+    /// Adds `n` to a counter of a shard several threads may write (an external shard).
+    pub(crate) fn add_shared(&self, c: Proto, n: u64) {
+        // Release: as in `add_owned`.
+        self.proto[c as usize].fetch_add(n, POrdering::Release);
+    }
+
+    /// Enters one task from a thread outside the pool. SeqCst: this is one half of the
+    /// submit/shutdown handshake; it pairs with the SeqCst load of the shutdown flag that
+    /// follows it in `Registry::inject` and with the SeqCst fence in `outstanding`.
+    pub(crate) fn enter_shared(&self) {
+        self.proto[Proto::Entered as usize].fetch_add(1, POrdering::SeqCst);
+    }
+
+    pub(crate) fn stat_owned(&self, s: Stat, n: u64) {
+        let a = &self.stats[s as usize];
+        a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stat_shared(&self, s: Stat, n: u64) {
+        self.stats[s as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_state(&self, s: WorkerState) {
+        self.state.store(s as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn proto(&self, c: Proto) -> u64 {
+        // Acquire: pairs with the Release updates above.
+        self.proto[c as usize].load(POrdering::Acquire)
+    }
+
+    pub(crate) fn stat(&self, s: Stat) -> u64 {
+        self.stats[s as usize].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn state(&self) -> WorkerState {
+        match self.state.load(Ordering::Relaxed) {
+            0 => WorkerState::Running,
+            1 => WorkerState::Spinning,
+            2 => WorkerState::Parked,
+            _ => WorkerState::Stopped,
+        }
+    }
+}
+
+/// Shards for threads outside the pool. A power of two, so the index is a mask.
+const EXTERNAL_SHARDS: usize = if cfg!(loom) { 2 } else { 16 };
+
+pub(crate) struct Counters {
+    workers: Box<[CachePadded<Shard>]>,
+    external: Box<[CachePadded<Shard>]>,
+}
+
+impl Counters {
+    pub(crate) fn new(workers: usize) -> Self {
+        Counters {
+            workers: (0..workers)
+                .map(|_| CachePadded::new(Shard::new()))
+                .collect(),
+            external: (0..EXTERNAL_SHARDS)
+                .map(|_| CachePadded::new(Shard::new()))
+                .collect(),
+        }
+    }
+
+    pub(crate) fn worker(&self, index: usize) -> &Shard {
+        &self.workers[index]
+    }
+
+    /// The calling thread's external shard.
+    pub(crate) fn external(&self) -> &Shard {
+        &self.external[external_index() & (EXTERNAL_SHARDS - 1)]
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Shard> {
+        self.workers
+            .iter()
+            .chain(self.external.iter())
+            .map(|s| &**s)
+    }
+
+    pub(crate) fn sum_proto(&self, c: Proto) -> u64 {
+        self.all().map(|s| s.proto(c)).sum()
+    }
+
+    pub(crate) fn sum_stat(&self, s: Stat) -> u64 {
+        self.all().map(|sh| sh.stat(s)).sum()
+    }
+
+    /// Tasks entered and neither finished nor revoked. Zero means: every task whose entry
+    /// happened before this call has finished (or was refused).
+    ///
+    /// Why a sum of unsynchronised shards is exact here: a task's entry is sequenced before
+    /// its push, and its push before the run that counts it finished (the deque's
+    /// Release/Acquire pair), so a finish we count has its entry visible to the later loads;
+    /// likewise a revoke follows its entry on the same thread. Reading all the finished
+    /// counters first, then revoked, then entered, every task counted finished or revoked is
+    /// also counted entered, so the result never underflows and is zero only when nothing
+    /// entered is outstanding.
+    pub(crate) fn outstanding(&self) -> u64 {
+        // SeqCst fence: pairs with the SeqCst `enter_shared` + shutdown-flag load in
+        // `Registry::inject`, and with the fences in the waiter / finisher paths
+        // (`Registry::after_finish_off_worker`, `Worker::go_idle`).
+        fence(POrdering::SeqCst);
+        let finished = self.sum_proto(Proto::Completed)
+            + self.sum_proto(Proto::Panicked)
+            + self.sum_proto(Proto::Dropped);
+        let revoked = self.sum_proto(Proto::Revoked);
+        let entered = self.sum_proto(Proto::Entered);
+        debug_assert!(
+            entered >= finished + revoked,
+            "flock: outstanding count underflow"
+        );
+        entered.saturating_sub(finished + revoked)
+    }
+
+    pub(crate) fn worker_shards(&self) -> &[CachePadded<Shard>] {
+        &self.workers
+    }
+}
+
+static NEXT_EXTERNAL: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static EXTERNAL_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// A per-thread index, handed out round-robin the first time a thread asks (one RMW per
+/// thread's life, never per submit).
+fn external_index() -> usize {
+    EXTERNAL_INDEX.with(|i| {
+        let mut v = i.get();
+        if v == usize::MAX {
+            v = NEXT_EXTERNAL.fetch_add(1, Ordering::Relaxed);
+            i.set(v);
+        }
+        v
+    })
+}

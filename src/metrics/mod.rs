@@ -1,0 +1,3 @@
+//! Counters and, later, the statistics built from them.
+
+pub(crate) mod counters;

@@ -1,0 +1,377 @@
+//! `Pool`: the handle users hold.
+
+use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
+use crate::registry::{Admission, Registry};
+use crate::scope::Scope;
+use crate::spawn::{spawn_job, JoinHandle};
+use crate::sync::Arc;
+use crate::worker::{with_current, WorkerThread};
+use crate::{PoolBuilder, SubmitError, WaitError};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// A work-stealing pool of worker threads.
+///
+/// `Pool` is `Send + Sync`: share it by reference (or in an `Arc`) and submit from any
+/// number of threads. Dropping it shuts it down gracefully: queued tasks run, then every
+/// thread is joined, so no thread outlives the pool.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// let pool = flock::Pool::new();
+/// let hits = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..1000 {
+///     let hits = hits.clone();
+///     pool.submit(move || { hits.fetch_add(1, Ordering::Relaxed); }).unwrap();
+/// }
+/// pool.wait().unwrap();
+/// assert_eq!(hits.load(Ordering::Relaxed), 1000);
+/// ```
+pub struct Pool {
+    registry: Arc<Registry>,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.workers())
+            .field("capacity", &self.capacity())
+            .field("shut_down", &self.is_shutdown())
+            .finish()
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
+impl Pool {
+    /// A pool with every default: one worker per CPU this process may use, capacity
+    /// [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY), [`Backpressure::Block`](crate::Backpressure::Block).
+    ///
+    /// # Panics
+    /// If the OS refuses to start the worker threads; use [`Pool::builder`] to get that as a
+    /// [`BuildError`](crate::BuildError) instead.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// assert!(pool.workers() >= 1);
+    /// ```
+    pub fn new() -> Pool {
+        match PoolBuilder::new().build() {
+            Ok(pool) => pool,
+            Err(e) => panic!("flock: could not start the default pool: {e}"),
+        }
+    }
+
+    /// A builder for a configured pool.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(3).build().unwrap();
+    /// assert_eq!(pool.workers(), 3);
+    /// ```
+    pub fn builder() -> PoolBuilder {
+        PoolBuilder::new()
+    }
+
+    pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
+        Pool { registry }
+    }
+
+    /// This pool's worker, if the calling thread is one.
+    fn own_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
+        with_current(|w| f(w.filter(|w| w.is_in(&self.registry))))
+    }
+
+    /// Runs `task` on the pool, fire and forget.
+    ///
+    /// From outside the pool the task goes to the shared queue, subject to capacity and the
+    /// [`Backpressure`](crate::Backpressure) policy; a refused task comes back in the error.
+    /// From one of the pool's own tasks it goes to that worker's own deque (never refused,
+    /// never blocking). A panic in the task is caught, counted and passed to the panic handler.
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool, RejectReason};
+    /// let pool = Pool::builder().workers(1).capacity(1).when_full(Backpressure::Reject).build().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// pool.submit(move || { started_tx.send(()).unwrap(); rx.recv().unwrap(); }).unwrap();
+    /// started.recv().unwrap();               // the worker is busy
+    /// pool.submit(|| ()).unwrap();           // fills the queue
+    /// let (out_tx, out) = std::sync::mpsc::channel();
+    /// let refused = pool.submit(move || out_tx.send(5).unwrap()).unwrap_err();
+    /// assert_eq!(refused.reason(), RejectReason::Full);
+    /// refused.into_inner()();                // handed back, unrun: run it here
+    /// assert_eq!(out.recv().unwrap(), 5);
+    /// tx.send(()).unwrap();
+    /// ```
+    pub fn submit<F>(&self, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let make = |task: F| {
+            Job::new(
+                move || {
+                    task();
+                    Outcome::Done
+                },
+                COUNTED | DISCARDABLE,
+            )
+        };
+        if let Some(task) = self.own_worker(|w| match w {
+            Some(w) => {
+                w.submit_local(make(task));
+                None
+            }
+            None => Some(task),
+        }) {
+            let reg = &self.registry;
+            let shard = reg.counters.external();
+            match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
+                Ok(route) => Registry::dispatch(reg, shard, route, make(task)),
+                Err(reason) => return Err(SubmitError::new(task, reason)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `task` on the pool and returns a handle to its result.
+    ///
+    /// Admission is as for [`submit`](Pool::submit). If the pool refuses the task, the
+    /// closure is dropped and the handle's `join` returns
+    /// [`JoinError::Refused`](crate::JoinError::Refused); use [`try_spawn`](Pool::try_spawn)
+    /// to get the closure back instead.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let squares: Vec<_> = (0..10u64).map(|i| pool.spawn(move || i * i)).collect();
+    /// let sum: u64 = squares.into_iter().map(|h| h.join().unwrap()).sum();
+    /// assert_eq!(sum, 285);
+    /// ```
+    pub fn spawn<F, T>(&self, task: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match self.try_spawn(task) {
+            Ok(handle) => handle,
+            Err(refused) => JoinHandle::refused(&self.registry, refused.reason()),
+        }
+    }
+
+    /// Like [`spawn`](Pool::spawn), but a refused task comes back in the error.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.shutdown().unwrap();
+    /// let back = pool.try_spawn(|| 1).unwrap_err().into_inner();
+    /// assert_eq!(back(), 1);
+    /// ```
+    pub fn try_spawn<F, T>(&self, task: F) -> Result<JoinHandle<T>, SubmitError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let task = match self.own_worker(|w| match w {
+            Some(w) => {
+                let (job, handle) = spawn_job(&self.registry, task);
+                w.submit_local(job);
+                Ok(handle)
+            }
+            None => Err(task),
+        }) {
+            Ok(handle) => return Ok(handle),
+            Err(task) => task,
+        };
+        let reg = &self.registry;
+        let shard = reg.counters.external();
+        match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
+            Ok(route) => {
+                let (job, handle) = spawn_job(reg, task);
+                Registry::dispatch(reg, shard, route, job);
+                Ok(handle)
+            }
+            Err(reason) => Err(SubmitError::new(task, reason)),
+        }
+    }
+
+    /// Runs `op` with a [`Scope`] whose tasks may borrow from the caller's stack; returns once
+    /// `op` and every task spawned in the scope have finished. If any of them panicked, the
+    /// first panic is re-raised here, after all have finished.
+    ///
+    /// Called from one of the pool's workers, the worker runs other tasks while it waits.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut words = vec!["a".to_string(), "b".to_string()];
+    /// pool.scope(|s| {
+    ///     for w in words.iter_mut() {
+    ///         s.spawn(move |_| w.push('!'));
+    ///     }
+    /// });
+    /// assert_eq!(words, ["a!", "b!"]);
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        Scope::new(self.registry.clone()).run(op)
+    }
+
+    /// Runs `a` and `b`, potentially in parallel, and returns both results. On a worker, `b`
+    /// goes on the worker's deque where an idle worker can steal it while `a` runs inline;
+    /// from outside, the whole join runs on a worker while the caller blocks. A panic in either
+    /// is re-raised after both finished.
+    ///
+    /// ```
+    /// fn fib(pool: &flock::Pool, n: u64) -> u64 {
+    ///     if n < 2 { return n; }
+    ///     let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+    ///     a + b
+    /// }
+    /// let pool = flock::Pool::new();
+    /// assert_eq!(fib(&pool, 20), 6765);
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let inside = with_current(|w| w.is_some_and(|w| w.is_in(&self.registry)));
+        if inside {
+            with_current(|w| crate::join::join_on_worker(w.expect("checked above"), a, b))
+        } else {
+            crate::join::join_from_outside(&self.registry, a, b)
+        }
+    }
+
+    /// Blocks until every task accepted so far has finished (or was dropped); the pool stays
+    /// open. Tasks submitted concurrently with the call may or may not be waited for, and a
+    /// steady stream of them can delay the return: `wait` returns when it observes the pool
+    /// with nothing outstanding.
+    ///
+    /// # Errors
+    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own workers.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.submit(|| std::thread::sleep(std::time::Duration::from_millis(5))).unwrap();
+    /// pool.wait().unwrap();
+    /// ```
+    pub fn wait(&self) -> Result<(), WaitError> {
+        if self.own_worker(|w| w.is_some()) {
+            return Err(WaitError::WouldDeadlock);
+        }
+        self.registry.wait_quiescent(None);
+        Ok(())
+    }
+
+    /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
+    /// Called from one of the pool's own workers it cannot wait, and returns `false` at once.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.submit(|| ()).unwrap();
+    /// assert!(pool.wait_timeout(std::time::Duration::from_secs(10)));
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        if self.own_worker(|w| w.is_some()) {
+            return false;
+        }
+        self.registry.wait_quiescent(Some(Instant::now() + timeout))
+    }
+
+    /// Stops accepting tasks, runs every task already accepted (and those they spawn), then
+    /// joins every thread. Safe to call from several threads and more than once; submitters
+    /// racing it either get their task in (and it runs) or get it back.
+    ///
+    /// # Errors
+    /// [`WaitError::WouldDeadlock`] from one of the pool's own workers (nothing is changed).
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.submit(|| ()).unwrap();
+    /// pool.shutdown().unwrap();
+    /// assert!(pool.is_shutdown());
+    /// assert!(pool.submit(|| ()).is_err());
+    /// ```
+    pub fn shutdown(&self) -> Result<(), WaitError> {
+        self.close(false, None).map(drop)
+    }
+
+    /// Like [`shutdown`](Pool::shutdown), waiting at most `timeout` for the tasks to finish.
+    /// On [`WaitError::Timeout`] the pool stays closed and keeps draining; a later shutdown
+    /// call or the pool's drop joins the threads.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.shutdown_timeout(std::time::Duration::from_secs(10)).unwrap();
+    /// ```
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), WaitError> {
+        self.close(false, Some(Instant::now() + timeout)).map(drop)
+    }
+
+    /// Stops accepting tasks, drops every task that has not started (their destructors run,
+    /// spawned tasks' handles report [`JoinError::Dropped`](crate::JoinError::Dropped)), waits
+    /// for running ones, joins every thread, and returns how many tasks were dropped.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// pool.submit(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); }).unwrap();
+    /// started.recv().unwrap();
+    /// for _ in 0..10 { pool.submit(|| unreachable!()).unwrap(); }
+    /// go_tx.send(()).unwrap();
+    /// assert_eq!(pool.shutdown_now().unwrap(), 10);
+    /// ```
+    pub fn shutdown_now(&self) -> Result<u64, WaitError> {
+        self.close(true, None)
+    }
+
+    fn close(&self, now: bool, deadline: Option<Instant>) -> Result<u64, WaitError> {
+        if self.own_worker(|w| w.is_some()) {
+            return Err(WaitError::WouldDeadlock);
+        }
+        let reg = &self.registry;
+        reg.begin_shutdown(now);
+        if !reg.await_workers(deadline) {
+            return Err(WaitError::Timeout);
+        }
+        reg.join_threads();
+        Ok(reg.dropped_by_shutdown())
+    }
+
+    /// Whether a shutdown has begun.
+    pub fn is_shutdown(&self) -> bool {
+        self.registry.is_shutdown()
+    }
+
+    /// The number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.registry.workers()
+    }
+
+    /// The bound on queued tasks (`usize::MAX`: none).
+    pub fn capacity(&self) -> usize {
+        self.registry.cfg.capacity
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if self.own_worker(|w| w.is_some()) {
+            // Dropped by one of its own tasks: a thread cannot join itself. Close the pool;
+            // the workers drain and exit on their own.
+            self.registry.begin_shutdown(false);
+            return;
+        }
+        let _ = self.close(false, None);
+    }
+}

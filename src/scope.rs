@@ -1,0 +1,161 @@
+//! Scoped tasks: tasks that borrow from the caller's stack.
+
+use crate::job::{Job, Outcome, COUNTED};
+use crate::latch::Latch;
+use crate::registry::{Admission, Registry};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::unwind::drop_payload;
+use crate::Backpressure;
+use std::any::Any;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// A scope in which tasks may borrow anything that outlives `'scope`; see
+/// [`Pool::scope`](crate::Pool::scope).
+pub struct Scope<'scope> {
+    registry: Arc<Registry>,
+    /// Tasks not yet finished, plus one for the scope's body while it runs.
+    pending: AtomicUsize,
+    latch: Latch,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Invariant in `'scope`, as `std::thread::Scope` is.
+    _marker: PhantomData<&'scope mut &'scope ()>,
+}
+
+/// A scope's address, sent to the scope's tasks. Only a method reads it, so closures capture
+/// the whole (Send) wrapper rather than the raw pointer inside.
+struct ScopePtr<'scope>(*const Scope<'scope>);
+
+// SAFETY: the scope is `Sync` and outlives every task holding this pointer (it waits for
+// `pending` to reach zero before it returns).
+unsafe impl Send for ScopePtr<'_> {}
+
+impl<'scope> ScopePtr<'scope> {
+    /// # Safety
+    /// The scope must still be alive (true while its task has not called `task_done`).
+    unsafe fn get(&self) -> &Scope<'scope> {
+        // SAFETY: see the function's contract.
+        unsafe { &*self.0 }
+    }
+}
+
+impl<'scope> Scope<'scope> {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Scope {
+            registry,
+            pending: AtomicUsize::new(1),
+            latch: Latch::new(),
+            panic: Mutex::new(None),
+            _marker: PhantomData,
+        }
+    }
+
+    /// Runs `f` on the pool; it may borrow anything that outlives the scope, and it may spawn
+    /// more tasks into the same scope. From outside the pool, when the queue is full the task
+    /// runs on the calling thread (as `CallerRuns`), and after shutdown it runs there too, so a
+    /// scope always completes.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut halves = [0u64; 2];
+    /// let data: Vec<u64> = (1..=100).collect();
+    /// pool.scope(|s| {
+    ///     let (lo, hi) = halves.split_at_mut(1);
+    ///     let data = &data;
+    ///     s.spawn(move |_| lo[0] = data[..50].iter().sum());
+    ///     s.spawn(move |_| hi[0] = data[50..].iter().sum());
+    /// });
+    /// assert_eq!(halves[0] + halves[1], 5050);
+    /// ```
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        // Relaxed: the count cannot reach zero concurrently, because the body (or the task
+        // calling us) still holds its own unit.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        let ptr = ScopePtr(self);
+        let body = move || {
+            // SAFETY: our unit of `pending` keeps the scope alive until `task_done` below.
+            let scope = unsafe { ptr.get() };
+            let outcome = match catch_unwind(AssertUnwindSafe(|| f(scope))) {
+                Ok(()) => Outcome::Done,
+                Err(payload) => {
+                    scope.record_panic(payload);
+                    Outcome::Panicked
+                }
+            };
+            scope.task_done();
+            outcome
+        };
+        // SAFETY: the job borrows `'scope` data; the scope does not return (so nothing it
+        // borrows goes away) before `pending` reaches zero, which needs this job to run.
+        let job = unsafe { Job::new_unchecked(body, COUNTED) };
+        let local = crate::worker::with_current(|w| match w {
+            Some(w) if w.is_in(&self.registry) => {
+                w.submit_local(job);
+                None
+            }
+            _ => Some(job),
+        });
+        if let Some(job) = local {
+            self.submit_from_outside(job);
+        }
+    }
+
+    #[cold]
+    fn submit_from_outside(&self, job: Job) {
+        let shard = self.registry.counters.external();
+        match self
+            .registry
+            .admit(shard, Admission::Bounded(Backpressure::CallerRuns))
+        {
+            Ok(route) => Registry::dispatch(&self.registry, shard, route, job),
+            // Shut down: run it here, uncounted, so the scope still completes.
+            Err(_) => {
+                let _ = job.run();
+            }
+        }
+    }
+
+    fn record_panic(&self, payload: Box<dyn Any + Send>) {
+        let mut slot = self.panic.lock();
+        if slot.is_none() {
+            *slot = Some(payload);
+        } else {
+            drop(slot);
+            drop_payload(payload);
+        }
+    }
+
+    /// One unit of `pending` is done; the last one opens the latch. The scope may be freed
+    /// as soon as this returns.
+    fn task_done(&self) {
+        // AcqRel: the last decrement acquires every other task's writes (their Release
+        // decrements) before opening the latch for the scope's owner.
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.latch.set();
+        }
+    }
+
+    /// Runs the body, waits for every task, then re-raises the first panic.
+    pub(crate) fn run<R>(self, op: impl FnOnce(&Scope<'scope>) -> R) -> R {
+        let result = catch_unwind(AssertUnwindSafe(|| op(&self)));
+        self.task_done();
+        crate::worker::with_current(|w| match w {
+            Some(w) if w.is_in(&self.registry) => w.wait_until(&self.latch),
+            _ => self.latch.wait(),
+        });
+        let task_panic = self.panic.lock().take();
+        match (result, task_panic) {
+            (Err(body_panic), other) => {
+                if let Some(p) = other {
+                    drop_payload(p);
+                }
+                resume_unwind(body_panic)
+            }
+            (Ok(_), Some(p)) => resume_unwind(p),
+            (Ok(value), None) => value,
+        }
+    }
+}

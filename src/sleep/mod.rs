@@ -1,0 +1,196 @@
+//! Idle workers: searching, parking and waking. The protocol, with the argument for why no
+//! wake-up is lost, is in `README.md` beside this file; the two change together.
+
+use crate::sync::{fence, AtomicU64, Condvar, Mutex, Ordering};
+use crossbeam_utils::CachePadded;
+
+const SEARCHING_ONE: u64 = 1;
+const SLEEPING_ONE: u64 = 1 << 32;
+
+fn searching(state: u64) -> u64 {
+    state & (SLEEPING_ONE - 1)
+}
+
+fn sleeping(state: u64) -> u64 {
+    state >> 32
+}
+
+/// The most workers the state word's fields can count (kept well inside 32 bits).
+pub(crate) const MAX_WORKERS: usize = 1 << 16;
+
+pub(crate) struct Sleep {
+    /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see README.md).
+    state: CachePadded<AtomicU64>,
+    sleepers: Mutex<Vec<usize>>,
+    parkers: Box<[CachePadded<Parker>]>,
+}
+
+impl Sleep {
+    pub(crate) fn new(workers: usize) -> Sleep {
+        Sleep {
+            state: CachePadded::new(AtomicU64::new(0)),
+            sleepers: Mutex::new(Vec::with_capacity(workers)),
+            parkers: (0..workers)
+                .map(|_| CachePadded::new(Parker::new()))
+                .collect(),
+        }
+    }
+
+    /// A worker out of local work asks to search. Refused when half the workers already
+    /// search: more searchers would only fight over the same queues.
+    pub(crate) fn transition_to_searching(&self) -> bool {
+        let state = self.state.load(Ordering::Relaxed);
+        if 2 * searching(state) >= self.parkers.len() as u64 {
+            return false;
+        }
+        // Relaxed suffices: becoming a searcher only tells submitters they may skip waking;
+        // the promise that makes that safe is kept by the fence in
+        // `transition_from_searching` / after `announce_parked`.
+        self.state.fetch_add(SEARCHING_ONE, Ordering::Relaxed);
+        true
+    }
+
+    /// A searcher found a task. Returns true if it was the last searcher, in which case it
+    /// must re-check the queues (and call `wake_one` if work is left) — the promise in
+    /// README.md.
+    pub(crate) fn transition_from_searching(&self) -> bool {
+        let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
+        let last = searching(prev) == 1;
+        if last {
+            // Pairs with F1 (`notify_new_work`): a submitter that saw us searching and woke
+            // no one has its push visible to the re-check that follows.
+            fence(Ordering::SeqCst);
+        }
+        last
+    }
+
+    /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2).
+    pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) {
+        let mut sleepers = self.sleepers.lock();
+        sleepers.push(index);
+        let delta = if was_searching {
+            SLEEPING_ONE - SEARCHING_ONE
+        } else {
+            SLEEPING_ONE
+        };
+        self.state.fetch_add(delta, Ordering::SeqCst);
+        drop(sleepers);
+        // F2: pairs with F1 in `notify_new_work` and with the fence in
+        // `transition_from_searching`; after it, either a submitter sees us sleeping or our
+        // re-check sees its job.
+        fence(Ordering::SeqCst);
+    }
+
+    /// Takes back an announcement. Returns true if we removed ourselves (we are now neither
+    /// searching nor sleeping); false if a waker already chose us, in which case the caller
+    /// must consume the token with `park` and is then a searcher.
+    pub(crate) fn cancel_park(&self, index: usize) -> bool {
+        let mut sleepers = self.sleepers.lock();
+        match sleepers.iter().position(|&i| i == index) {
+            Some(pos) => {
+                sleepers.swap_remove(pos);
+                self.state.fetch_sub(SLEEPING_ONE, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Blocks the calling worker until its token is set.
+    pub(crate) fn park(&self, index: usize) {
+        self.parkers[index].park();
+    }
+
+    /// After pushing to the injector: wake one sleeper unless someone is searching (F1).
+    pub(crate) fn notify_new_work(&self) {
+        // F1: pairs with F2 (`announce_parked`) and with the fence in
+        // `transition_from_searching`; see README.md, "Why no wake-up is lost".
+        fence(Ordering::SeqCst);
+        let state = self.state.load(Ordering::Relaxed);
+        if searching(state) == 0 && sleeping(state) > 0 {
+            self.wake_one();
+        }
+    }
+
+    /// After a worker pushed onto its own deque: the same test without the fence (README.md,
+    /// "Submitting": the pusher runs its own deque, so nothing is lost if this misses).
+    pub(crate) fn notify_local_work(&self) {
+        let state = self.state.load(Ordering::Relaxed);
+        if searching(state) == 0 && sleeping(state) > 0 {
+            self.wake_one();
+        }
+    }
+
+    /// Wakes one parked worker, making it a searcher, unless a searcher exists. Returns whether
+    /// it woke one.
+    #[cold]
+    pub(crate) fn wake_one(&self) -> bool {
+        let mut sleepers = self.sleepers.lock();
+        if searching(self.state.load(Ordering::SeqCst)) > 0 {
+            return false;
+        }
+        let Some(index) = sleepers.pop() else {
+            return false;
+        };
+        // One RMW: the woken worker counts as a searcher from now on, so concurrent
+        // submitters skip waking (no herd).
+        self.state
+            .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+        drop(sleepers);
+        self.parkers[index].unpark();
+        true
+    }
+
+    /// Wakes every parked worker (shutdown, exit).
+    #[cold]
+    pub(crate) fn wake_all(&self) {
+        let mut sleepers = self.sleepers.lock();
+        let woken: Vec<usize> = sleepers.drain(..).collect();
+        let n = woken.len() as u64;
+        if n > 0 {
+            self.state.fetch_add(
+                (SEARCHING_ONE * n).wrapping_sub(SLEEPING_ONE * n),
+                Ordering::SeqCst,
+            );
+        }
+        drop(sleepers);
+        for index in woken {
+            self.parkers[index].unpark();
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        let s = self.state.load(Ordering::SeqCst);
+        (searching(s), sleeping(s))
+    }
+}
+
+/// A one-token parker: `unpark` before `park` is remembered.
+struct Parker {
+    token: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Parker {
+    fn new() -> Parker {
+        Parker {
+            token: Mutex::new(false),
+            cond: Condvar::new(),
+        }
+    }
+
+    fn park(&self) {
+        let mut token = self.token.lock();
+        while !*token {
+            self.cond.wait(&mut token);
+        }
+        *token = false;
+    }
+
+    fn unpark(&self) {
+        let mut token = self.token.lock();
+        *token = true;
+        self.cond.notify_one();
+    }
+}

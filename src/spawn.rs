@@ -1,0 +1,261 @@
+//! Spawned tasks and their `JoinHandle`s.
+
+use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
+use crate::latch::Latch;
+use crate::metrics::counters::Proto;
+use crate::registry::Registry;
+use crate::sync::{Arc, AtomicU8, Ordering};
+// Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
+use crate::{JoinError, RejectReason};
+use std::cell::UnsafeCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::Arc as CellArc;
+
+const PENDING: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+const CANCELLED: u8 = 3;
+const DROPPED: u8 = 4;
+const REFUSED_FULL: u8 = 5;
+const REFUSED_TIMEOUT: u8 = 6;
+const REFUSED_SHUTDOWN: u8 = 7;
+
+/// The part of a spawned task its handle can see without knowing the closure's type.
+struct Header<T> {
+    /// PENDING → RUNNING → DONE, or PENDING → CANCELLED / DROPPED, or a REFUSED state from
+    /// birth. Whoever moves it out of PENDING owns the closure.
+    state: AtomicU8,
+    result: UnsafeCell<Option<std::thread::Result<T>>>,
+    latch: Latch,
+}
+
+struct SpawnCell<F, T> {
+    header: Header<T>,
+    func: UnsafeCell<Option<F>>,
+}
+
+// SAFETY: `func` is touched only by the thread that moved `state` out of PENDING, and
+// `result` is written before `state` becomes DONE (Release) and read after the latch opens
+// (which follows that store), so the cell is shared safely when `F` and `T` may move between
+// threads.
+unsafe impl<F: Send, T: Send> Sync for SpawnCell<F, T> {}
+// SAFETY: as above.
+unsafe impl<F: Send, T: Send> Send for SpawnCell<F, T> {}
+
+trait TaskCell<T>: Send + Sync {
+    fn header(&self) -> &Header<T>;
+    /// Drops the closure.
+    ///
+    /// # Safety
+    /// Only after the caller moved `state` out of PENDING.
+    unsafe fn drop_func(&self);
+}
+
+impl<F: Send, T: Send> TaskCell<T> for SpawnCell<F, T> {
+    fn header(&self) -> &Header<T> {
+        &self.header
+    }
+
+    unsafe fn drop_func(&self) {
+        // SAFETY: the caller owns the closure (see the trait).
+        drop(unsafe { (*self.func.get()).take() });
+    }
+}
+
+/// Builds the job and handle of a spawned task.
+pub(crate) fn spawn_job<F, T>(registry: &Arc<Registry>, f: F) -> (Job, JoinHandle<T>)
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let cell = CellArc::new(SpawnCell {
+        header: Header {
+            state: AtomicU8::new(PENDING),
+            result: UnsafeCell::new(None),
+            latch: Latch::new(),
+        },
+        func: UnsafeCell::new(Some(f)),
+    });
+    let mut payload = Payload::uninit();
+    // SAFETY: a payload has room for one pointer.
+    unsafe {
+        ptr::write(
+            payload.as_mut_ptr().cast::<*const SpawnCell<F, T>>(),
+            CellArc::into_raw(cell.clone()),
+        )
+    };
+    // SAFETY: `call_spawn::<F, T>` takes back exactly the `Arc` leaked just above.
+    let job = unsafe { Job::from_raw(call_spawn::<F, T>, payload, COUNTED | DISCARDABLE) };
+    let handle = JoinHandle {
+        cell,
+        registry: registry.clone(),
+    };
+    (job, handle)
+}
+
+/// # Safety
+/// `payload` holds a pointer from `Arc::into_raw` of a `SpawnCell<F, T>`, used here once.
+unsafe fn call_spawn<F, T>(payload: Payload, action: Action) -> Outcome
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    // SAFETY: see the function's contract.
+    let cell =
+        unsafe { CellArc::from_raw(ptr::read(payload.as_ptr().cast::<*const SpawnCell<F, T>>())) };
+    let header = &cell.header;
+    let to = if action == Action::Run {
+        RUNNING
+    } else {
+        DROPPED
+    };
+    // Acquire: we are about to own `func`; pairs with nothing but keeps its reads after.
+    if header
+        .state
+        .compare_exchange(PENDING, to, Ordering::Acquire, Ordering::Acquire)
+        .is_err()
+    {
+        return Outcome::Skipped; // cancelled (already counted) or refused
+    }
+    // SAFETY: we moved the state out of PENDING, so the closure is ours.
+    let f = unsafe { (*cell.func.get()).take() }.expect("flock: a pending task has its closure");
+    if action == Action::Discard {
+        header.latch.set();
+        drop(f);
+        return Outcome::Done;
+    }
+    let result = catch_unwind(AssertUnwindSafe(f));
+    let outcome = if result.is_ok() {
+        Outcome::Done
+    } else {
+        Outcome::Panicked
+    };
+    // SAFETY: RUNNING is ours; the handle reads `result` only once the state is DONE.
+    unsafe { *header.result.get() = Some(result) };
+    // Release: publishes `result`; pairs with the Acquire load in `JoinHandle::join`.
+    header.state.store(DONE, Ordering::Release);
+    header.latch.set();
+    outcome
+}
+
+/// An owned permission to wait for a spawned task and take its value.
+///
+/// Dropping the handle detaches the task: it still runs.
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// let handle = pool.spawn(|| 6 * 7);
+/// assert_eq!(handle.join().unwrap(), 42);
+///
+/// let boom = pool.spawn(|| -> u32 { panic!("no") });
+/// assert!(boom.join().unwrap_err().is_panic());
+/// ```
+pub struct JoinHandle<T> {
+    cell: CellArc<dyn TaskCell<T>>,
+    registry: Arc<Registry>,
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl<T: Send + 'static> JoinHandle<T> {
+    /// A handle for a task the pool refused; its closure has been dropped.
+    pub(crate) fn refused(registry: &Arc<Registry>, reason: RejectReason) -> JoinHandle<T> {
+        let state = match reason {
+            RejectReason::Full => REFUSED_FULL,
+            RejectReason::Timeout => REFUSED_TIMEOUT,
+            RejectReason::Shutdown => REFUSED_SHUTDOWN,
+        };
+        let cell: SpawnCell<fn() -> T, T> = SpawnCell {
+            header: Header {
+                state: AtomicU8::new(state),
+                result: UnsafeCell::new(None),
+                latch: Latch::new(),
+            },
+            func: UnsafeCell::new(None),
+        };
+        cell.header.latch.set();
+        JoinHandle {
+            cell: CellArc::new(cell),
+            registry: registry.clone(),
+        }
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the task and returns its value, or why there is none.
+    ///
+    /// Called from a worker of the same pool, the worker runs other tasks while it waits
+    /// (so joining a task you spawned cannot deadlock the pool).
+    pub fn join(self) -> Result<T, JoinError> {
+        let header = self.cell.header();
+        if !header.latch.probe() {
+            crate::worker::with_current(|w| match w {
+                Some(w) if w.is_in(&self.registry) => w.wait_until(&header.latch),
+                _ => header.latch.wait(),
+            });
+        }
+        // Acquire: pairs with the Release store of DONE in `call_spawn`.
+        match header.state.load(Ordering::Acquire) {
+            // SAFETY: DONE means the worker wrote `result` and will not touch it again, and
+            // `join` takes `self`, so this is the only reader.
+            DONE => match unsafe { (*header.result.get()).take() } {
+                Some(Ok(value)) => Ok(value),
+                Some(Err(payload)) => Err(JoinError::Panicked(payload)),
+                None => unreachable!("flock: a finished task's result is taken once"),
+            },
+            CANCELLED => Err(JoinError::Cancelled),
+            DROPPED => Err(JoinError::Dropped),
+            REFUSED_FULL => Err(JoinError::Refused(RejectReason::Full)),
+            REFUSED_TIMEOUT => Err(JoinError::Refused(RejectReason::Timeout)),
+            REFUSED_SHUTDOWN => Err(JoinError::Refused(RejectReason::Shutdown)),
+            s => unreachable!("flock: an open latch with task state {s}"),
+        }
+    }
+
+    /// Whether the task has ended (run, cancelled, dropped or refused); `join` will not block.
+    pub fn is_finished(&self) -> bool {
+        self.cell.header().latch.probe()
+    }
+
+    /// Removes the task if it has not started: its closure is dropped now, `join` returns
+    /// [`JoinError::Cancelled`], and `true` is returned. Returns `false` if the task already
+    /// started (or ended).
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// let (started_tx, started) = mpsc::channel();
+    /// let (go_tx, go) = mpsc::channel::<()>();
+    /// let blocker = pool.spawn(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); });
+    /// started.recv().unwrap(); // the only worker is busy
+    /// let queued = pool.spawn(|| "never");
+    /// assert!(queued.cancel());
+    /// go_tx.send(()).unwrap();
+    /// blocker.join().unwrap();
+    /// assert!(matches!(queued.join(), Err(flock::JoinError::Cancelled)));
+    /// ```
+    pub fn cancel(&self) -> bool {
+        let header = self.cell.header();
+        if header
+            .state
+            .compare_exchange(PENDING, CANCELLED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: we moved the state out of PENDING, so the closure is ours.
+        unsafe { self.cell.drop_func() };
+        let shard = self.registry.counters.external();
+        shard.add_shared(Proto::Dropped, 1);
+        self.registry.after_finish_off_worker();
+        header.latch.set();
+        true
+    }
+}

@@ -1,0 +1,103 @@
+//! Panics: the ones tasks raise (caught, counted, reported) and the ones flock must never
+//! raise (abort loudly).
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A panic raised by a task, as handed to the pool's panic handler.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// let pool = flock::Pool::builder()
+///     .workers(1)
+///     .panic_handler(move |p: flock::TaskPanic| {
+///         log.lock().unwrap().push((p.worker(), p.message().map(str::to_owned)));
+///     })
+///     .build()
+///     .unwrap();
+/// pool.submit(|| panic!("boom")).unwrap();
+/// pool.wait().unwrap();
+/// assert_eq!(*seen.lock().unwrap(), vec![(Some(0), Some("boom".to_owned()))]);
+/// ```
+pub struct TaskPanic {
+    worker: Option<usize>,
+    payload: Box<dyn Any + Send + 'static>,
+}
+
+impl TaskPanic {
+    pub(crate) fn new(worker: Option<usize>, payload: Box<dyn Any + Send + 'static>) -> Self {
+        TaskPanic { worker, payload }
+    }
+
+    /// The index of the worker the task ran on; `None` when it ran on a submitting thread
+    /// (`Backpressure::CallerRuns`) or a helper thread (`Backpressure::SpawnThread`).
+    pub fn worker(&self) -> Option<usize> {
+        self.worker
+    }
+
+    /// The panic message, when the payload is a string (as `panic!("...")` makes it).
+    pub fn message(&self) -> Option<&str> {
+        payload_message(&*self.payload)
+    }
+
+    /// The raw panic payload, for `std::panic::resume_unwind` or downcasting.
+    pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
+        self.payload
+    }
+}
+
+impl fmt::Debug for TaskPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskPanic")
+            .field("worker", &self.worker)
+            .field("message", &self.message())
+            .finish()
+    }
+}
+
+pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> Option<&str> {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        Some(s)
+    } else {
+        payload.downcast_ref::<String>().map(String::as_str)
+    }
+}
+
+/// Drops a panic payload whose destructor may itself panic; such a payload is leaked instead.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
+/// Runs a user callback (hook or panic handler) so that its panic cannot escape.
+pub(crate) fn call_guarded(what: &str, worker: Option<usize>, f: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        let msg = payload_message(&*payload)
+            .unwrap_or("<non-string payload>")
+            .to_owned();
+        eprintln!("flock: the {what} panicked (worker {worker:?}): {msg}; the pool goes on");
+        drop_payload(payload);
+    }
+}
+
+/// A guard that aborts the process if it is dropped during a panic: flock's own code must not
+/// unwind through a state it is halfway through changing.
+pub(crate) struct AbortIfPanic(pub(crate) &'static str);
+
+impl Drop for AbortIfPanic {
+    fn drop(&mut self) {
+        eprintln!("flock: internal panic in {}; aborting", self.0);
+        std::process::abort();
+    }
+}
+
+impl AbortIfPanic {
+    /// Disarms the guard on the normal path.
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
