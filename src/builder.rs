@@ -83,6 +83,7 @@ pub struct PoolBuilder {
     on_worker_stop: Option<IndexFn>,
     panic_handler: Option<PanicFn>,
     max_spawned_threads: Option<usize>,
+    track_latency: bool,
 }
 
 /// The checked configuration the registry runs on.
@@ -97,6 +98,7 @@ pub(crate) struct Config {
     pub(crate) on_worker_stop: Option<IndexFn>,
     pub(crate) panic_handler: Option<PanicFn>,
     pub(crate) max_spawned_threads: usize,
+    pub(crate) track_latency: bool,
 }
 
 impl Default for PoolBuilder {
@@ -115,6 +117,7 @@ impl Default for PoolBuilder {
             on_worker_stop: None,
             panic_handler: None,
             max_spawned_threads: None,
+            track_latency: false,
         }
     }
 }
@@ -130,6 +133,7 @@ impl fmt::Debug for PoolBuilder {
             .field("spin_limit", &self.spin_limit)
             .field("pinning", &self.pinning)
             .field("stack_size", &self.stack_size)
+            .field("track_latency", &self.track_latency)
             .finish_non_exhaustive()
     }
 }
@@ -246,6 +250,21 @@ impl PoolBuilder {
         self
     }
 
+    /// Records each task's queue wait (submit → start) and run time (start → end) in
+    /// histograms that [`Pool::stats`] reports. Off by default: it reads the clock twice per
+    /// task.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().track_latency(true).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.stats().run_time.unwrap().count, 1);
+    /// ```
+    pub fn track_latency(mut self, on: bool) -> Self {
+        self.track_latency = on;
+        self
+    }
+
     /// Checks the configuration and starts the workers. Returns once every worker is running
     /// (and pinned, when asked).
     pub fn build(self) -> Result<Pool, BuildError> {
@@ -284,6 +303,7 @@ impl PoolBuilder {
             on_worker_stop: self.on_worker_stop,
             panic_handler: self.panic_handler,
             max_spawned_threads,
+            track_latency: self.track_latency,
         };
         let thread_name = self
             .thread_name

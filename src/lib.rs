@@ -38,11 +38,17 @@ mod worker;
 
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
 pub use error::{BuildError, JoinError, RejectReason, SubmitError, WaitError};
+pub use metrics::{LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;
 pub use unwind::TaskPanic;
 pub use worker::current_worker_index;
+
+/// The README's examples, compiled and run as doctests so the front door never lies.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 #[cfg(test)]
 mod tests {

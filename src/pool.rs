@@ -348,6 +348,22 @@ impl Pool {
         Ok(reg.dropped_by_shutdown())
     }
 
+    /// A snapshot of the pool's counters, queue depths, per-worker state and (with
+    /// `track_latency`) latency histograms. Cheap: it sums a few cache lines per worker and
+    /// takes no lock.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// let stats = pool.stats();
+    /// assert_eq!(stats.completed, 1);
+    /// assert_eq!(stats.per_worker.len(), 2);
+    /// ```
+    pub fn stats(&self) -> crate::Stats {
+        self.registry.stats()
+    }
+
     /// Whether a shutdown has begun.
     pub fn is_shutdown(&self) -> bool {
         self.registry.is_shutdown()

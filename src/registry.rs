@@ -4,6 +4,7 @@
 use crate::builder::{Backpressure, Config};
 use crate::job::{Job, Outcome, RESERVED};
 use crate::metrics::counters::{Counters, Proto, Shard, Stat};
+use crate::metrics::histogram::Latency;
 use crate::sleep::Sleep;
 use crate::sync::{fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
@@ -43,6 +44,8 @@ pub(crate) struct Registry {
     pub(crate) stealers: Box<[Stealer<Job>]>,
     pub(crate) sleep: Sleep,
     pub(crate) counters: Counters,
+    /// Queue-wait and run-time histograms, when `track_latency` is on.
+    pub(crate) latency: Option<Latency>,
     pub(crate) cfg: Config,
     /// Tasks accepted from outside and not yet started (may overstate; see sleep/README.md).
     pending: CachePadded<AtomicUsize>,
@@ -74,6 +77,7 @@ impl Registry {
             stealers: stealers.into_boxed_slice(),
             sleep: Sleep::new(workers),
             counters: Counters::new(workers),
+            latency: cfg.track_latency.then(|| Latency::new(workers)),
             flush_threshold: per_worker.clamp(1, 64),
             cfg,
             pending: CachePadded::new(AtomicUsize::new(0)),
@@ -192,6 +196,9 @@ impl Registry {
     /// Sends an admitted job where its route says.
     pub(crate) fn dispatch(this: &Arc<Registry>, shard: &Shard, route: Route, mut job: Job) {
         shard.stat_shared(Stat::Submitted, 1);
+        if this.latency.is_some() {
+            job.stamp(this.now_ns());
+        }
         match route {
             Route::Queue { reserved } => {
                 if reserved {
@@ -210,6 +217,10 @@ impl Registry {
 
     /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
     pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job) {
+        let timing = self
+            .latency
+            .as_ref()
+            .map(|l| (l, job.queued_at_ns(), self.now_ns()));
         let end = match catch_unwind(AssertUnwindSafe(|| job.run())) {
             Ok(Outcome::Done) => Proto::Completed,
             Ok(Outcome::Panicked) => Proto::Panicked,
@@ -219,8 +230,18 @@ impl Registry {
                 Proto::Panicked
             }
         };
+        if let Some((latency, queued, start)) = timing {
+            let shard = latency.external();
+            shard.wait.record_shared(start.saturating_sub(queued));
+            shard.run.record_shared(self.now_ns().saturating_sub(start));
+        }
         shard.add_shared(end, 1);
         self.after_finish_off_worker();
+    }
+
+    /// Nanoseconds since the pool started: the clock of latency stamps.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.started_at.elapsed().as_nanos() as u64
     }
 
     #[cold]

@@ -90,14 +90,6 @@ pub(crate) fn run(
 }
 
 impl WorkerThread {
-    pub(crate) fn index(&self) -> usize {
-        self.index
-    }
-
-    pub(crate) fn registry(&self) -> &Arc<Registry> {
-        &self.registry
-    }
-
     /// Whether this worker belongs to `registry`'s pool.
     pub(crate) fn is_in(&self, registry: &Registry) -> bool {
         ptr::eq(&*self.registry, registry)
@@ -277,6 +269,11 @@ impl WorkerThread {
             self.discard(job, flags);
             return;
         }
+        let counted = flags & COUNTED != 0;
+        let timing = match &self.registry.latency {
+            Some(latency) if counted => Some((latency, job.queued_at_ns(), self.registry.now_ns())),
+            _ => None,
+        };
         let end = match catch_unwind(AssertUnwindSafe(|| job.run())) {
             Ok(Outcome::Done) => Proto::Completed,
             Ok(Outcome::Panicked) => Proto::Panicked,
@@ -286,7 +283,13 @@ impl WorkerThread {
                 Proto::Panicked
             }
         };
-        if flags & COUNTED != 0 {
+        if let Some((latency, queued, start)) = timing {
+            let mine = latency.worker(self.index);
+            mine.wait.record_owned(start.saturating_sub(queued));
+            mine.run
+                .record_owned(self.registry.now_ns().saturating_sub(start));
+        }
+        if counted {
             shard.add_owned(end, 1);
         }
     }
@@ -332,7 +335,10 @@ impl WorkerThread {
     }
 
     /// A task submitted from inside the pool: counted on our own shard, onto our own deque.
-    pub(crate) fn submit_local(&self, job: Job) {
+    pub(crate) fn submit_local(&self, mut job: Job) {
+        if self.registry.latency.is_some() {
+            job.stamp(self.registry.now_ns());
+        }
         let shard = self.shard();
         shard.add_owned(Proto::Entered, 1);
         shard.stat_owned(Stat::Submitted, 1);

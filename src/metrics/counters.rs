@@ -47,13 +47,17 @@ pub(crate) enum Stat {
 }
 const STATS: usize = 11;
 
-/// What a worker is doing, as statistics show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a worker is doing, as [`Stats`](crate::Stats) shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
-pub(crate) enum WorkerState {
+pub enum WorkerState {
+    /// Running tasks (or about to look in its own deque).
     Running = 0,
+    /// Out of work, spinning over the other queues before it parks.
     Spinning,
+    /// Asleep on its futex, costing no CPU.
     Parked,
+    /// Exited (the pool shut down).
     Stopped,
 }
 
@@ -94,13 +98,21 @@ impl Shard {
         self.proto[Proto::Entered as usize].fetch_add(1, POrdering::SeqCst);
     }
 
+    /// Adds to a statistic of a shard only the calling thread writes. Compiled to nothing
+    /// without the `metrics` feature (the benchmarks measure the difference), except
+    /// `Submitted`, from which `Stats::in_flight` is derived.
     pub(crate) fn stat_owned(&self, s: Stat, n: u64) {
-        let a = &self.stats[s as usize];
-        a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        if cfg!(feature = "metrics") || s == Stat::Submitted {
+            let a = &self.stats[s as usize];
+            a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        }
     }
 
+    /// Adds to a statistic of a shard several threads may write.
     pub(crate) fn stat_shared(&self, s: Stat, n: u64) {
-        self.stats[s as usize].fetch_add(n, Ordering::Relaxed);
+        if cfg!(feature = "metrics") || s == Stat::Submitted {
+            self.stats[s as usize].fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn set_state(&self, s: WorkerState) {

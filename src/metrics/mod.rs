@@ -1,3 +1,577 @@
-//! Counters and, later, the statistics built from them.
+//! What the pool is doing, cheaply and at any time: counters, queue depths, per-worker state
+//! and latency histograms, as a [`Stats`] snapshot with a readable `Display` and Prometheus text.
 
 pub(crate) mod counters;
+pub(crate) mod histogram;
+
+use crate::registry::Registry;
+use counters::{Proto, Stat};
+use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
+use std::fmt::{self, Write as _};
+use std::time::Duration;
+
+pub use counters::WorkerState;
+
+/// A snapshot of a pool's counters, taken by [`Pool::stats`](crate::Pool::stats).
+///
+/// Counters only grow. A snapshot taken while tasks run may lag a little (each shard is read
+/// at a slightly different instant), but `in_flight` never underflows, and once the pool is
+/// quiet (after [`wait`](crate::Pool::wait)) the books balance:
+/// `submitted == completed + panicked + dropped + in_flight` with `in_flight == 0`.
+///
+/// ```
+/// let pool = flock::Pool::builder().workers(2).build().unwrap();
+/// for _ in 0..100 { pool.submit(|| ()).unwrap(); }
+/// pool.submit(|| panic!("counted")).unwrap();
+/// pool.wait().unwrap();
+/// let s = pool.stats();
+/// assert_eq!((s.submitted, s.completed, s.panicked, s.in_flight), (101, 100, 1, 0));
+/// println!("{s}");                                  // a table for humans
+/// let text = s.to_prometheus("myapp_pool");         // for a /metrics endpoint
+/// assert!(text.contains("myapp_pool_tasks_completed_total 100"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Tasks accepted (by `submit`, `spawn`, scopes and `join` from outside; run on the pool,
+    /// on the caller or on a helper thread).
+    pub submitted: u64,
+    /// Tasks that ran to their end.
+    pub completed: u64,
+    /// Tasks that panicked.
+    pub panicked: u64,
+    /// Tasks dropped unrun: by `shutdown_now` or `JoinHandle::cancel`.
+    pub dropped: u64,
+    /// Tasks refused, all reasons (the three below add up to this).
+    pub rejected: u64,
+    /// Refused because the queue was full (`Backpressure::Reject`).
+    pub rejected_full: u64,
+    /// Refused because the queue stayed full for the whole block timeout.
+    pub rejected_timeout: u64,
+    /// Refused because the pool was shutting down.
+    pub rejected_shutdown: u64,
+    /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`).
+    pub caller_runs: u64,
+    /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`).
+    pub spawned_thread: u64,
+    /// Tasks taken from other workers' deques.
+    pub stolen: u64,
+    /// Tasks taken from the shared injector queue.
+    pub from_injector: u64,
+    /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`).
+    pub local_pushes: u64,
+    /// Times a worker parked (went to sleep).
+    pub parks: u64,
+    /// Times a parked worker woke up.
+    pub wakeups: u64,
+    /// Tasks accepted and not yet ended (queued or running).
+    pub in_flight: u64,
+    /// Tasks waiting in a queue (the injector plus every worker's deque).
+    pub queued: u64,
+    /// The bound on queued tasks from outside (`usize::MAX`: none).
+    pub capacity: usize,
+    /// The number of workers.
+    pub workers: usize,
+    /// Time since the pool was built.
+    pub uptime: Duration,
+    /// One entry per worker.
+    pub per_worker: Vec<WorkerStats>,
+    /// Submit → start, when the pool was built with `track_latency(true)`.
+    pub queue_wait: Option<LatencyStats>,
+    /// Start → end, when the pool was built with `track_latency(true)`.
+    pub run_time: Option<LatencyStats>,
+}
+
+/// One worker's share of a [`Stats`] snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// The worker's index (as `current_worker_index` reports it).
+    pub index: usize,
+    /// The core it is pinned to, if pinning was asked for.
+    pub pinned_core: Option<usize>,
+    /// Tasks it ran (completed or panicked).
+    pub executed: u64,
+    /// Tasks it ran that panicked.
+    pub panicked: u64,
+    /// Tasks it stole from other workers.
+    pub stolen: u64,
+    /// Times it parked.
+    pub parks: u64,
+    /// What it is doing now.
+    pub state: WorkerState,
+}
+
+/// A latency distribution, from a log-bucketed histogram (each bucket ≤ 25% wide).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatencyStats {
+    /// Samples recorded.
+    pub count: u64,
+    /// Sum of all samples.
+    pub sum: Duration,
+    /// Mean sample.
+    pub mean: Duration,
+    /// Largest sample.
+    pub max: Duration,
+    /// Median (the upper bound of its bucket).
+    pub p50: Duration,
+    /// 90th percentile.
+    pub p90: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Cumulative counts at each power-of-two bound, for histogram exports.
+    buckets: Vec<(Duration, u64)>,
+}
+
+impl LatencyStats {
+    fn from_snapshot(h: &HistogramSnapshot) -> LatencyStats {
+        let count = h.count();
+        let ns = Duration::from_nanos;
+        let mut buckets = Vec::new();
+        let mut cumulative = 0;
+        for (i, &n) in h.buckets.iter().enumerate() {
+            cumulative += n;
+            // Export one bound per power of two from 256 ns to about a minute.
+            if i % 4 == 3 && (PROM_FIRST..=PROM_LAST).contains(&i) {
+                buckets.push((ns(bucket_upper(i)), cumulative));
+            }
+        }
+        LatencyStats {
+            count,
+            sum: ns(h.sum),
+            mean: ns(h.sum.checked_div(count).unwrap_or(0)),
+            max: ns(h.max),
+            p50: ns(h.quantile(0.50)),
+            p90: ns(h.quantile(0.90)),
+            p99: ns(h.quantile(0.99)),
+            buckets,
+        }
+    }
+
+    /// `(upper bound, samples ≤ bound)` at each power of two from 256 ns to about a minute,
+    /// cumulative, as Prometheus histograms want them.
+    pub fn buckets(&self) -> &[(Duration, u64)] {
+        &self.buckets
+    }
+}
+
+/// Index of the bucket ending at 2^8 - 1 ns, and of the one ending at 2^36 - 1 ns.
+const PROM_FIRST: usize = 27;
+const PROM_LAST: usize = 139;
+const _: () = assert!(PROM_LAST < BUCKETS);
+
+impl Registry {
+    /// Builds a snapshot. Reads the ends of tasks before `submitted`: a task's acceptance is
+    /// counted before it is queued, so every end we see has its acceptance visible to the
+    /// later loads (the Release/Acquire pair of the finish counters and the deque), and
+    /// `in_flight` never underflows.
+    pub(crate) fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let completed = c.sum_proto(Proto::Completed);
+        let panicked = c.sum_proto(Proto::Panicked);
+        let dropped = c.sum_proto(Proto::Dropped);
+        let stat = |s| c.sum_stat(s);
+        let submitted = stat(Stat::Submitted);
+        let in_flight = submitted.saturating_sub(completed + panicked + dropped);
+        let (rejected_full, rejected_timeout, rejected_shutdown) = (
+            stat(Stat::RejectedFull),
+            stat(Stat::RejectedTimeout),
+            stat(Stat::RejectedShutdown),
+        );
+        let per_worker = c
+            .worker_shards()
+            .iter()
+            .enumerate()
+            .map(|(index, s)| WorkerStats {
+                index,
+                pinned_core: self.cfg.cores.as_ref().map(|cores| cores[index]),
+                executed: s.proto(Proto::Completed) + s.proto(Proto::Panicked),
+                panicked: s.proto(Proto::Panicked),
+                stolen: s.stat(Stat::Stolen),
+                parks: s.stat(Stat::Parks),
+                state: s.state(),
+            })
+            .collect();
+        let latency = self.latency.as_ref().map(|l| l.snapshot());
+        Stats {
+            submitted,
+            completed,
+            panicked,
+            dropped,
+            rejected: rejected_full + rejected_timeout + rejected_shutdown,
+            rejected_full,
+            rejected_timeout,
+            rejected_shutdown,
+            caller_runs: stat(Stat::CallerRuns),
+            spawned_thread: stat(Stat::SpawnedThread),
+            stolen: stat(Stat::Stolen),
+            from_injector: stat(Stat::FromInjector),
+            local_pushes: stat(Stat::LocalPushes),
+            parks: stat(Stat::Parks),
+            wakeups: stat(Stat::Wakeups),
+            in_flight,
+            queued: (self.injector.len() + self.stealers.iter().map(|s| s.len()).sum::<usize>())
+                as u64,
+            capacity: self.cfg.capacity,
+            workers: self.cfg.workers,
+            uptime: self.started_at.elapsed(),
+            per_worker,
+            queue_wait: latency
+                .as_ref()
+                .map(|(w, _)| LatencyStats::from_snapshot(w)),
+            run_time: latency
+                .as_ref()
+                .map(|(_, r)| LatencyStats::from_snapshot(r)),
+        }
+    }
+}
+
+impl WorkerState {
+    fn name(self) -> &'static str {
+        match self {
+            WorkerState::Running => "running",
+            WorkerState::Spinning => "spinning",
+            WorkerState::Parked => "parked",
+            WorkerState::Stopped => "stopped",
+        }
+    }
+}
+
+impl fmt::Display for WorkerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// A duration in the unit that keeps it short: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+struct Short(Duration);
+
+impl fmt::Display for Short {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0.as_nanos() as f64;
+        let s = if ns < 1e3 {
+            format!("{ns:.0}ns")
+        } else if ns < 1e6 {
+            format!("{:.1}µs", ns / 1e3)
+        } else if ns < 1e9 {
+            format!("{:.2}ms", ns / 1e6)
+        } else {
+            format!("{:.2}s", ns / 1e9)
+        };
+        f.pad(&s)
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cap = if self.capacity == usize::MAX {
+            "unbounded".to_owned()
+        } else {
+            self.capacity.to_string()
+        };
+        writeln!(
+            f,
+            "flock pool: {} workers, up {}, capacity {cap}",
+            self.workers,
+            Short(self.uptime)
+        )?;
+        writeln!(
+            f,
+            "  tasks    submitted {}  completed {}  panicked {}  dropped {}  in flight {}  queued {}",
+            self.submitted, self.completed, self.panicked, self.dropped, self.in_flight, self.queued
+        )?;
+        writeln!(
+            f,
+            "  refused  full {}  timeout {}  shutdown {}   ran on caller {}  on helper thread {}",
+            self.rejected_full,
+            self.rejected_timeout,
+            self.rejected_shutdown,
+            self.caller_runs,
+            self.spawned_thread
+        )?;
+        writeln!(
+            f,
+            "  moves    stolen {}  from injector {}  local pushes {}   parks {}  wake-ups {}",
+            self.stolen, self.from_injector, self.local_pushes, self.parks, self.wakeups
+        )?;
+        if let (Some(w), Some(r)) = (&self.queue_wait, &self.run_time) {
+            writeln!(
+                f,
+                "  latency      {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "count", "mean", "p50", "p90", "p99", "max"
+            )?;
+            for (name, l) in [("queue wait", w), ("run time", r)] {
+                writeln!(
+                    f,
+                    "  {name:<12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                    l.count,
+                    Short(l.mean),
+                    Short(l.p50),
+                    Short(l.p90),
+                    Short(l.p99),
+                    Short(l.max)
+                )?;
+            }
+        }
+        writeln!(
+            f,
+            "  worker  core  state     executed  panicked    stolen     parks"
+        )?;
+        for w in &self.per_worker {
+            let core = w.pinned_core.map_or("-".to_owned(), |c| c.to_string());
+            writeln!(
+                f,
+                "  {:>6}  {core:>4}  {:<8} {:>9} {:>9} {:>9} {:>9}",
+                w.index, w.state, w.executed, w.panicked, w.stolen, w.parks
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Stats {
+    /// The snapshot in the Prometheus text exposition format (version 0.0.4), every metric
+    /// name starting with `prefix` (characters a metric name may not hold become `_`).
+    /// Counters end in `_total`; latency is a histogram in seconds with `_bucket`, `_sum` and
+    /// `_count`. Serve it from a `/metrics` endpoint as it is.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).track_latency(true).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// let text = pool.stats().to_prometheus("flock");
+    /// assert!(text.contains("# TYPE flock_tasks_submitted_total counter"));
+    /// assert!(text.contains("flock_queue_wait_seconds_bucket{le=\"+Inf\"} 1"));
+    /// ```
+    pub fn to_prometheus(&self, prefix: &str) -> String {
+        let p = sanitize(prefix);
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
+            let _ = writeln!(out, "# HELP {p}_{name} {help}");
+            let _ = writeln!(out, "# TYPE {p}_{name} {kind}");
+            for (labels, value) in samples {
+                let _ = writeln!(out, "{p}_{name}{labels} {value}");
+            }
+        };
+        let one = |v: u64| vec![(String::new(), v.to_string())];
+        metric(
+            "tasks_submitted_total",
+            "counter",
+            "Tasks accepted by the pool.",
+            &one(self.submitted),
+        );
+        metric(
+            "tasks_completed_total",
+            "counter",
+            "Tasks that ran to their end.",
+            &one(self.completed),
+        );
+        metric(
+            "tasks_panicked_total",
+            "counter",
+            "Tasks that panicked.",
+            &one(self.panicked),
+        );
+        metric(
+            "tasks_dropped_total",
+            "counter",
+            "Tasks dropped unrun (shutdown_now, cancel).",
+            &one(self.dropped),
+        );
+        metric(
+            "tasks_rejected_total",
+            "counter",
+            "Tasks refused, by reason.",
+            &[
+                ("{reason=\"full\"}".into(), self.rejected_full.to_string()),
+                (
+                    "{reason=\"timeout\"}".into(),
+                    self.rejected_timeout.to_string(),
+                ),
+                (
+                    "{reason=\"shutdown\"}".into(),
+                    self.rejected_shutdown.to_string(),
+                ),
+            ],
+        );
+        metric(
+            "tasks_caller_runs_total",
+            "counter",
+            "Tasks run on the submitting thread.",
+            &one(self.caller_runs),
+        );
+        metric(
+            "tasks_spawned_thread_total",
+            "counter",
+            "Tasks run on a helper thread.",
+            &one(self.spawned_thread),
+        );
+        metric(
+            "tasks_stolen_total",
+            "counter",
+            "Tasks stolen from other workers.",
+            &one(self.stolen),
+        );
+        metric(
+            "tasks_from_injector_total",
+            "counter",
+            "Tasks taken from the shared queue.",
+            &one(self.from_injector),
+        );
+        metric(
+            "local_pushes_total",
+            "counter",
+            "Tasks pushed by workers onto their own deques.",
+            &one(self.local_pushes),
+        );
+        metric(
+            "parks_total",
+            "counter",
+            "Times a worker went to sleep.",
+            &one(self.parks),
+        );
+        metric(
+            "wakeups_total",
+            "counter",
+            "Times a sleeping worker woke up.",
+            &one(self.wakeups),
+        );
+        metric(
+            "tasks_in_flight",
+            "gauge",
+            "Tasks accepted and not yet ended.",
+            &one(self.in_flight),
+        );
+        metric(
+            "tasks_queued",
+            "gauge",
+            "Tasks waiting in a queue.",
+            &one(self.queued),
+        );
+        let cap = if self.capacity == usize::MAX {
+            "+Inf".to_owned()
+        } else {
+            self.capacity.to_string()
+        };
+        metric(
+            "capacity",
+            "gauge",
+            "Bound on queued tasks from outside the pool.",
+            &[(String::new(), cap)],
+        );
+        metric(
+            "workers",
+            "gauge",
+            "Worker threads.",
+            &one(self.workers as u64),
+        );
+        metric(
+            "uptime_seconds",
+            "gauge",
+            "Seconds since the pool was built.",
+            &[(String::new(), self.uptime.as_secs_f64().to_string())],
+        );
+        let per = |f: fn(&WorkerStats) -> u64| {
+            self.per_worker
+                .iter()
+                .map(|w| (format!("{{worker=\"{}\"}}", w.index), f(w).to_string()))
+                .collect::<Vec<_>>()
+        };
+        metric(
+            "worker_executed_total",
+            "counter",
+            "Tasks each worker ran.",
+            &per(|w| w.executed),
+        );
+        metric(
+            "worker_panicked_total",
+            "counter",
+            "Tasks each worker ran that panicked.",
+            &per(|w| w.panicked),
+        );
+        metric(
+            "worker_stolen_total",
+            "counter",
+            "Tasks each worker stole.",
+            &per(|w| w.stolen),
+        );
+        metric(
+            "worker_parks_total",
+            "counter",
+            "Times each worker parked.",
+            &per(|w| w.parks),
+        );
+        let states: Vec<_> = self
+            .per_worker
+            .iter()
+            .flat_map(|w| {
+                [
+                    WorkerState::Running,
+                    WorkerState::Spinning,
+                    WorkerState::Parked,
+                    WorkerState::Stopped,
+                ]
+                .into_iter()
+                .map(move |s| {
+                    (
+                        format!("{{worker=\"{}\",state=\"{}\"}}", w.index, s.name()),
+                        u8::from(w.state == s).to_string(),
+                    )
+                })
+            })
+            .collect();
+        metric(
+            "worker_state",
+            "gauge",
+            "1 for the state each worker is in.",
+            &states,
+        );
+        for (name, help, l) in [
+            (
+                "queue_wait_seconds",
+                "Time from submit to start.",
+                &self.queue_wait,
+            ),
+            (
+                "run_time_seconds",
+                "Time from start to end.",
+                &self.run_time,
+            ),
+        ] {
+            let Some(l) = l else { continue };
+            let mut samples: Vec<(String, String)> = l
+                .buckets
+                .iter()
+                .map(|(le, n)| {
+                    (
+                        format!("_bucket{{le=\"{}\"}}", le.as_secs_f64()),
+                        n.to_string(),
+                    )
+                })
+                .collect();
+            samples.push(("_bucket{le=\"+Inf\"}".into(), l.count.to_string()));
+            samples.push(("_sum".into(), l.sum.as_secs_f64().to_string()));
+            samples.push(("_count".into(), l.count.to_string()));
+            metric(name, "histogram", help, &samples);
+        }
+        out
+    }
+}
+
+fn sanitize(prefix: &str) -> String {
+    let mut s: String = prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}

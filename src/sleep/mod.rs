@@ -194,3 +194,61 @@ impl Parker {
         self.cond.notify_one();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn searchers_are_capped_at_half_the_workers() {
+        let sleep = Sleep::new(4);
+        assert!(sleep.transition_to_searching());
+        assert!(sleep.transition_to_searching());
+        assert!(
+            !sleep.transition_to_searching(),
+            "two of four already search"
+        );
+        assert_eq!(sleep.counts(), (2, 0));
+        assert!(!sleep.transition_from_searching());
+        assert!(
+            sleep.transition_from_searching(),
+            "the last searcher is told so"
+        );
+        assert_eq!(sleep.counts(), (0, 0));
+    }
+
+    #[test]
+    fn a_wake_moves_one_sleeper_to_searching_and_leaves_a_token() {
+        let sleep = Sleep::new(2);
+        assert!(sleep.transition_to_searching());
+        sleep.announce_parked(0, true);
+        sleep.announce_parked(1, false);
+        assert_eq!(sleep.counts(), (0, 2));
+        assert!(sleep.wake_one());
+        assert_eq!(sleep.counts(), (1, 1));
+        assert!(
+            !sleep.wake_one(),
+            "no second wake while someone searches: no herd"
+        );
+        // The woken worker (1, the last listed) was already chosen: cancelling reports that,
+        // and its token is there to consume, so `park` returns at once.
+        assert!(!sleep.cancel_park(1));
+        sleep.park(1);
+        // Worker 0 is still listed and can take its announcement back.
+        assert!(sleep.cancel_park(0));
+        assert_eq!(sleep.counts(), (1, 0));
+    }
+
+    #[test]
+    fn wake_all_empties_the_sleeper_list() {
+        let sleep = Sleep::new(3);
+        for i in 0..3 {
+            sleep.announce_parked(i, false);
+        }
+        sleep.wake_all();
+        assert_eq!(sleep.counts(), (3, 0));
+        for i in 0..3 {
+            sleep.park(i); // each token was set
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs `f` on its own thread and fails the test with `what` if it has not returned within
+/// `secs` seconds: a hang becomes a failure with a message, never a stuck CI.
+pub fn watchdog<R: Send + 'static>(
+    secs: u64,
+    what: &str,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => t.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match t.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("watchdog: {what} did not finish within {secs}s (hang)")
+        }
+    }
+}
+
+/// Counts live instances: each task captures one; dropping or running it ends it.
+#[derive(Debug)]
+pub struct Live(pub Arc<AtomicUsize>);
+
+impl Live {
+    pub fn new(counter: &Arc<AtomicUsize>) -> Live {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Live(counter.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A gate a test opens to release tasks blocked on it.
+#[derive(Clone, Default)]
+pub struct Gate(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+    pub fn wait(&self) {
+        let (m, c) = &*self.0;
+        let mut open = m.lock().unwrap();
+        while !*open {
+            open = c.wait(open).unwrap();
+        }
+    }
+    pub fn open(&self) {
+        let (m, c) = &*self.0;
+        *m.lock().unwrap() = true;
+        c.notify_all();
+    }
+}
+
+/// Occupies every worker of `pool` with a task blocked on the returned gate, and returns once
+/// all of them are running.
+pub fn stall_all(pool: &flock::Pool) -> Gate {
+    let gate = Gate::new();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..pool.workers() {
+        let (gate, tx) = (gate.clone(), tx.clone());
+        pool.submit(move || {
+            tx.send(()).unwrap();
+            gate.wait();
+        })
+        .unwrap();
+    }
+    for _ in 0..pool.workers() {
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("every worker picks up a stall task");
+    }
+    gate
+}

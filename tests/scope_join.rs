@@ -1,0 +1,173 @@
+//! Scoped tasks and fork-join.
+
+mod common;
+
+use common::watchdog;
+use flock::Pool;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn fib(pool: &Pool, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+    a + b
+}
+
+#[test]
+fn join_computes_fib_from_outside_and_inside() {
+    watchdog(60, "fib", || {
+        let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+        assert_eq!(fib(&pool, 22), 17711);
+        let p = pool.clone();
+        assert_eq!(pool.spawn(move || fib(&p, 18)).join().unwrap(), 2584);
+    });
+}
+
+#[test]
+fn join_offers_b_to_other_workers() {
+    watchdog(60, "join steals", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let mut stolen = 0;
+        for _ in 0..20 {
+            let (a, b) = pool.join(
+                || {
+                    std::thread::sleep(Duration::from_millis(10));
+                    flock::current_worker_index()
+                },
+                flock::current_worker_index,
+            );
+            assert!(a.is_some() && b.is_some());
+            if a != b {
+                stolen += 1;
+            }
+        }
+        assert!(stolen > 0, "b never ran on another worker while a slept");
+    });
+}
+
+#[test]
+fn join_reraises_a_panic_after_both_sides_finished() {
+    watchdog(30, "join panic", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let b_done = Arc::new(AtomicUsize::new(0));
+        let bd = b_done.clone();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.join(
+                || panic!("left side"),
+                move || {
+                    std::thread::sleep(Duration::from_millis(20));
+                    bd.fetch_add(1, Ordering::SeqCst);
+                },
+            )
+        }));
+        assert!(r.is_err());
+        assert_eq!(b_done.load(Ordering::SeqCst), 1);
+        // The pool is fine afterwards.
+        assert_eq!(pool.join(|| 1, || 2), (1, 2));
+    });
+}
+
+#[test]
+fn scope_tasks_borrow_and_are_all_done_on_return() {
+    watchdog(30, "scope", || {
+        let pool = Pool::builder().workers(3).build().unwrap();
+        let mut slots = vec![0usize; 1000];
+        let base = 7;
+        pool.scope(|s| {
+            for (i, slot) in slots.iter_mut().enumerate() {
+                let base = &base;
+                s.spawn(move |_| *slot = i + *base);
+            }
+        });
+        assert!(slots.iter().enumerate().all(|(i, &v)| v == i + 7));
+    });
+}
+
+#[test]
+fn scope_tasks_can_spawn_more_tasks_into_the_scope() {
+    watchdog(30, "nested scope", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let count = AtomicUsize::new(0);
+        pool.scope(|s| {
+            for _ in 0..10 {
+                s.spawn(|s| {
+                    for _ in 0..10 {
+                        s.spawn(|_| {
+                            count.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 100);
+    });
+}
+
+#[test]
+fn scope_reraises_the_first_panic_after_the_others_finished() {
+    watchdog(30, "scope panic", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let finished = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.scope(|s| {
+                s.spawn(|_| panic!("scoped boom"));
+                for _ in 0..4 {
+                    s.spawn(|_| {
+                        std::thread::sleep(Duration::from_millis(10));
+                        finished.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+            })
+        }));
+        let payload = r.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"scoped boom"));
+        assert_eq!(
+            finished.load(Ordering::SeqCst),
+            4,
+            "the others finished before the panic was re-raised"
+        );
+    });
+}
+
+#[test]
+fn scope_inside_a_single_worker_does_not_deadlock() {
+    watchdog(30, "scope in worker", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let p = pool.clone();
+        let total = pool
+            .spawn(move || {
+                let data: Vec<u64> = (1..=64).collect();
+                let sum = AtomicUsize::new(0);
+                p.scope(|s| {
+                    for chunk in data.chunks(8) {
+                        let sum = &sum;
+                        s.spawn(move |_| {
+                            sum.fetch_add(chunk.iter().sum::<u64>() as usize, Ordering::Relaxed);
+                        });
+                    }
+                });
+                sum.into_inner()
+            })
+            .join()
+            .unwrap();
+        assert_eq!(total, 2080);
+    });
+}
+
+#[test]
+fn scope_after_shutdown_still_completes_on_the_caller() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    pool.shutdown().unwrap();
+    let mut v = [0u8; 4];
+    pool.scope(|s| {
+        for x in v.iter_mut() {
+            s.spawn(move |_| *x = 1);
+        }
+    });
+    assert_eq!(v, [1; 4]);
+    assert_eq!(pool.join(|| 3, || 4), (3, 4));
+}
