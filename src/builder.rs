@@ -1,11 +1,12 @@
 //! `PoolBuilder`: every knob, checked before a thread starts.
 
+use crate::deque::Worker as Deque;
 use crate::registry::Registry;
 use crate::sleep::MAX_WORKERS;
 use crate::sync::Arc;
+use crate::sync::{thread, Condvar, Mutex};
 use crate::unwind::TaskPanic;
 use crate::{BuildError, Pool};
-use crossbeam_deque::Worker as Deque;
 use std::fmt;
 use std::time::Duration;
 
@@ -41,9 +42,10 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// The default number of spin rounds before an idle worker parks.
 pub const DEFAULT_SPIN_LIMIT: u32 = 20;
 
-type IndexFn = Arc<dyn Fn(usize) + Send + Sync>;
-type NameFn = Arc<dyn Fn(usize) -> String + Send + Sync>;
-type PanicFn = Arc<dyn Fn(TaskPanic) + Send + Sync>;
+// Callbacks are configuration, not protocol: std's `Arc` (loom's cannot hold `dyn`).
+type IndexFn = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
+type NameFn = std::sync::Arc<dyn Fn(usize) -> String + Send + Sync>;
+type PanicFn = std::sync::Arc<dyn Fn(TaskPanic) + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pinning {
@@ -210,7 +212,7 @@ impl PoolBuilder {
 
     /// Names worker threads. Default `flock-worker-{i}`.
     pub fn thread_name(mut self, name: impl Fn(usize) -> String + Send + Sync + 'static) -> Self {
-        self.thread_name = Some(Arc::new(name));
+        self.thread_name = Some(std::sync::Arc::new(name));
         self
     }
 
@@ -223,14 +225,14 @@ impl PoolBuilder {
     /// Called on each worker thread, with its index, before it runs any task. A panic in the
     /// hook is caught and printed; the worker goes on.
     pub fn on_worker_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
-        self.on_worker_start = Some(Arc::new(hook));
+        self.on_worker_start = Some(std::sync::Arc::new(hook));
         self
     }
 
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
     /// is caught and printed.
     pub fn on_worker_stop(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
-        self.on_worker_stop = Some(Arc::new(hook));
+        self.on_worker_stop = Some(std::sync::Arc::new(hook));
         self
     }
 
@@ -239,7 +241,7 @@ impl PoolBuilder {
     /// Without a handler the panic is counted and the standard panic hook has already printed
     /// it. A panic inside the handler is caught and printed; the worker goes on.
     pub fn panic_handler(mut self, handler: impl Fn(TaskPanic) + Send + Sync + 'static) -> Self {
-        self.panic_handler = Some(Arc::new(handler));
+        self.panic_handler = Some(std::sync::Arc::new(handler));
         self
     }
 
@@ -307,7 +309,7 @@ impl PoolBuilder {
         };
         let thread_name = self
             .thread_name
-            .unwrap_or_else(|| Arc::new(|i| format!("flock-worker-{i}")));
+            .unwrap_or_else(|| std::sync::Arc::new(|i| format!("flock-worker-{i}")));
         start(cfg, self.fifo, &*thread_name, self.stack_size)
     }
 }
@@ -357,18 +359,16 @@ fn start(
     let stealers = deques.iter().map(Deque::stealer).collect();
     let cores = cfg.cores.clone();
     let registry = Arc::new(Registry::new(cfg, stealers));
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, bool)>();
+    let startup = Arc::new(Startup {
+        state: Mutex::new((0, None)),
+        cond: Condvar::new(),
+    });
     for (index, local) in deques.into_iter().enumerate() {
         let core = cores.as_ref().map(|c| c[index]);
-        let reg = registry.clone();
-        let tx = tx.clone();
-        let mut builder = std::thread::Builder::new().name(name(index));
-        if let Some(bytes) = stack {
-            builder = builder.stack_size(bytes);
-        }
-        let spawned = builder.spawn(move || {
+        let (reg, startup) = (registry.clone(), startup.clone());
+        let spawned = thread::spawn(name(index), stack, move || {
             crate::worker::run(reg, index, local, core, move |pinned| {
-                let _ = tx.send((index, pinned));
+                startup.report(index, pinned)
             })
         });
         match spawned {
@@ -379,15 +379,7 @@ fn start(
             }
         }
     }
-    drop(tx);
-    let mut failed = None;
-    for _ in 0..workers {
-        match rx.recv() {
-            Ok((index, false)) => failed = failed.or(Some(index)),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
+    let failed = startup.wait_for(workers);
     if let Some(worker) = failed {
         let core = cores.as_ref().map_or(0, |c| c[worker]);
         return Err(abort_start(
@@ -396,6 +388,33 @@ fn start(
         ));
     }
     Ok(Pool::from_registry(registry))
+}
+
+/// Workers report in here once pinned (or not), before they run anything.
+struct Startup {
+    /// (workers reported, first worker whose pinning failed)
+    state: Mutex<(usize, Option<usize>)>,
+    cond: Condvar,
+}
+
+impl Startup {
+    fn report(&self, index: usize, pinned: bool) {
+        let mut state = self.state.lock();
+        state.0 += 1;
+        if !pinned && state.1.is_none() {
+            state.1 = Some(index);
+        }
+        self.cond.notify_all();
+    }
+
+    /// Waits for `n` reports; returns the first worker that could not be pinned.
+    fn wait_for(&self, n: usize) -> Option<usize> {
+        let mut state = self.state.lock();
+        while state.0 < n {
+            self.cond.wait(&mut state);
+        }
+        state.1
+    }
 }
 
 /// Stops the workers a failed build already started, and returns its error.

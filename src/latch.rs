@@ -48,7 +48,7 @@ impl Latch {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(flock_loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

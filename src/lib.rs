@@ -22,6 +22,7 @@
 #![warn(rust_2018_idioms)]
 
 mod builder;
+mod deque;
 mod error;
 mod job;
 mod join;
@@ -35,6 +36,9 @@ mod spawn;
 mod sync;
 mod unwind;
 mod worker;
+
+#[cfg(all(test, flock_loom))]
+mod loom_tests;
 
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
 pub use error::{BuildError, JoinError, RejectReason, SubmitError, WaitError};

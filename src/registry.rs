@@ -2,17 +2,17 @@
 //! counters, admission (capacity and backpressure) and the shutdown handshake.
 
 use crate::builder::{Backpressure, Config};
+use crate::deque::{Injector, Stealer};
 use crate::job::{Job, Outcome, RESERVED};
 use crate::metrics::counters::{Counters, Proto, Shard, Stat};
 use crate::metrics::histogram::Latency;
 use crate::sleep::Sleep;
+use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
 use crate::RejectReason;
-use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 const RUNNING: u8 = 0;
@@ -103,10 +103,7 @@ impl Registry {
     /// Admits one task from a thread outside the pool: enters it, checks shutdown, reserves
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
-        shard.enter_shared();
-        // SeqCst: the other half of the handshake begun by `enter_shared` (README.md,
-        // "`wait()` and shutdown"); pairs with the SeqCst store in `begin_shutdown`.
-        if self.shutdown.load(Ordering::SeqCst) != RUNNING {
+        if !shard.enter_shared() {
             return Err(self.revoke(shard, RejectReason::Shutdown));
         }
         let Admission::Bounded(policy) = admission else {
@@ -144,11 +141,19 @@ impl Registry {
 
     fn try_take_helper_slot(&self) -> bool {
         let max = self.cfg.max_spawned_threads;
-        self.helpers_live
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok()
+        let mut n = self.helpers_live.load(Ordering::Relaxed);
+        while n < max {
+            match self.helpers_live.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
     }
 
     /// Parks the submitter until a unit of capacity frees up, the pool shuts down, or the
@@ -250,18 +255,16 @@ impl Registry {
         let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(job)));
         let theirs = slot.clone();
         let registry = this.clone();
-        let spawned = std::thread::Builder::new()
-            .name("flock-helper".into())
-            .spawn(move || {
-                if let Some(job) = theirs.lock().take() {
-                    registry.run_off_worker(registry.counters.external(), job);
-                }
-                registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
-            });
+        let spawned = thread::spawn("flock-helper".into(), None, move || {
+            if let Some(job) = theirs.lock().take() {
+                registry.run_off_worker(registry.counters.external(), job);
+            }
+            registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
+        });
         match spawned {
             Ok(handle) => {
                 let mut helpers = this.helpers.lock();
-                helpers.retain(|h| !h.is_finished());
+                helpers.retain(|h| !thread::is_finished(h));
                 helpers.push(handle);
             }
             Err(_) => {
@@ -368,9 +371,25 @@ impl Registry {
     }
 
     pub(crate) fn begin_shutdown(&self, now: bool) {
-        // SeqCst: pairs with the submitters' SeqCst entry + flag load in `admit`.
-        self.shutdown
-            .fetch_max(if now { NOW } else { GRACEFUL }, Ordering::SeqCst);
+        // First close the external shards (the handshake with `admit`, see
+        // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
+        // after this SeqCst store) sees every entry made before the close.
+        self.counters.close_external();
+        // Only ever raised (RUNNING < GRACEFUL < NOW): a graceful call after `shutdown_now`
+        // changes nothing.
+        let target = if now { NOW } else { GRACEFUL };
+        let mut current = self.shutdown.load(Ordering::SeqCst);
+        while current < target {
+            match self.shutdown.compare_exchange(
+                current,
+                target,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
         {
             let _guard = self.room_lock.lock();
             self.room_cond.notify_all();

@@ -1,56 +1,113 @@
 //! The one door through which the scheduler reaches atomics, locks and threads.
 //!
 //! Normally these are `std` atomics and `parking_lot` locks (futex based on Linux). Under
-//! `--cfg loom` the same names come from `loom`, so the sleep protocol, `wait` and shutdown can
+//! `--cfg flock_loom` the same names come from `loom`, so the sleep protocol, `wait` and shutdown can
 //! be model-checked without touching their code. Pure statistics (steal and park counts) do not
 //! come through here: they stay outside loom so they do not blow up its state space.
 
-#[cfg(not(loom))]
+#[cfg(not(flock_loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(flock_loom))]
 pub(crate) use std::sync::Arc;
 
-#[cfg(loom)]
+#[cfg(flock_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-#[cfg(loom)]
+#[cfg(flock_loom)]
 pub(crate) use loom::sync::Arc;
 
 use std::time::Instant;
 
+/// `thread_local!` from std, or from loom (whose threads share one OS thread).
+macro_rules! facade_thread_local {
+    ($(#[$m:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(flock_loom))]
+        std::thread_local! { $(#[$m])* static $name: $t = const { $init }; }
+        #[cfg(flock_loom)]
+        loom::thread_local! { $(#[$m])* static $name: $t = $init; }
+    };
+}
+pub(crate) use facade_thread_local;
+
+/// Threads: std's, or loom's under `cfg(flock_loom)` (which have no names or stack sizes).
+pub(crate) mod thread {
+    #[cfg(not(flock_loom))]
+    pub(crate) use std::thread::JoinHandle;
+
+    #[cfg(flock_loom)]
+    pub(crate) use loom::thread::JoinHandle;
+
+    /// Spawns a thread with the given name and stack size.
+    pub(crate) fn spawn<F>(
+        name: String,
+        stack: Option<usize>,
+        f: F,
+    ) -> std::io::Result<JoinHandle<()>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        #[cfg(not(flock_loom))]
+        {
+            let mut builder = std::thread::Builder::new().name(name);
+            if let Some(bytes) = stack {
+                builder = builder.stack_size(bytes);
+            }
+            builder.spawn(f)
+        }
+        #[cfg(flock_loom)]
+        {
+            let _ = (name, stack);
+            Ok(loom::thread::spawn(f))
+        }
+    }
+
+    /// Whether a thread has finished (loom cannot tell; it says no).
+    pub(crate) fn is_finished(handle: &JoinHandle<()>) -> bool {
+        #[cfg(not(flock_loom))]
+        {
+            handle.is_finished()
+        }
+        #[cfg(flock_loom)]
+        {
+            let _ = handle;
+            false
+        }
+    }
+}
+
 /// A mutex with `parking_lot`'s shape (no poisoning, `lock()` returns the guard).
 pub(crate) struct Mutex<T> {
-    #[cfg(not(loom))]
+    #[cfg(not(flock_loom))]
     inner: parking_lot::Mutex<T>,
-    #[cfg(loom)]
+    #[cfg(flock_loom)]
     inner: loom::sync::Mutex<T>,
 }
 
 /// The guard of [`Mutex`].
 pub(crate) struct MutexGuard<'a, T> {
-    #[cfg(not(loom))]
+    #[cfg(not(flock_loom))]
     inner: parking_lot::MutexGuard<'a, T>,
-    #[cfg(loom)]
+    #[cfg(flock_loom)]
     inner: Option<loom::sync::MutexGuard<'a, T>>,
 }
 
 impl<T> Mutex<T> {
     pub(crate) fn new(value: T) -> Self {
         Mutex {
-            #[cfg(not(loom))]
+            #[cfg(not(flock_loom))]
             inner: parking_lot::Mutex::new(value),
-            #[cfg(loom)]
+            #[cfg(flock_loom)]
             inner: loom::sync::Mutex::new(value),
         }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        #[cfg(not(loom))]
+        #[cfg(not(flock_loom))]
         {
             MutexGuard {
                 inner: self.inner.lock(),
             }
         }
-        #[cfg(loom)]
+        #[cfg(flock_loom)]
         {
             MutexGuard {
                 inner: Some(self.inner.lock().unwrap()),
@@ -62,11 +119,11 @@ impl<T> Mutex<T> {
 impl<T> std::ops::Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        #[cfg(not(loom))]
+        #[cfg(not(flock_loom))]
         {
             &self.inner
         }
-        #[cfg(loom)]
+        #[cfg(flock_loom)]
         {
             self.inner.as_ref().expect("guard present")
         }
@@ -75,11 +132,11 @@ impl<T> std::ops::Deref for MutexGuard<'_, T> {
 
 impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        #[cfg(not(loom))]
+        #[cfg(not(flock_loom))]
         {
             &mut self.inner
         }
-        #[cfg(loom)]
+        #[cfg(flock_loom)]
         {
             self.inner.as_mut().expect("guard present")
         }
@@ -88,28 +145,28 @@ impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
 
 /// A condition variable paired with [`Mutex`].
 pub(crate) struct Condvar {
-    #[cfg(not(loom))]
+    #[cfg(not(flock_loom))]
     inner: parking_lot::Condvar,
-    #[cfg(loom)]
+    #[cfg(flock_loom)]
     inner: loom::sync::Condvar,
 }
 
 impl Condvar {
     pub(crate) fn new() -> Self {
         Condvar {
-            #[cfg(not(loom))]
+            #[cfg(not(flock_loom))]
             inner: parking_lot::Condvar::new(),
-            #[cfg(loom)]
+            #[cfg(flock_loom)]
             inner: loom::sync::Condvar::new(),
         }
     }
 
     pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-        #[cfg(not(loom))]
+        #[cfg(not(flock_loom))]
         {
             self.inner.wait(&mut guard.inner);
         }
-        #[cfg(loom)]
+        #[cfg(flock_loom)]
         {
             let g = guard.inner.take().expect("guard present");
             guard.inner = Some(self.inner.wait(g).unwrap());
@@ -128,9 +185,9 @@ impl Condvar {
                 self.wait(guard);
                 true
             }
-            #[cfg(not(loom))]
+            #[cfg(not(flock_loom))]
             Some(at) => !self.inner.wait_until(&mut guard.inner, at).timed_out(),
-            #[cfg(loom)]
+            #[cfg(flock_loom)]
             Some(_) => {
                 self.wait(guard);
                 true

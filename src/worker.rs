@@ -1,20 +1,20 @@
 //! The worker thread: its loop, where it looks for work, and how it runs a task.
 
+use crate::deque::{Steal, Worker as Deque};
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE, RESERVED};
 use crate::latch::Latch;
 use crate::metrics::counters::{Proto, Shard, Stat, WorkerState};
 use crate::registry::Registry;
-use crate::sync::{fence, Arc, Ordering};
+use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
-use crossbeam_deque::{Steal, Worker as Deque};
 use crossbeam_utils::Backoff;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-thread_local! {
+facade_thread_local! {
     /// The worker running on this thread, if any; set for the whole life of `main_loop`.
-    static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+    static CURRENT: Cell<*const WorkerThread> = Cell::new(ptr::null());
 }
 
 /// Runs `f` with the current thread's worker, if this thread is a worker of any pool.
@@ -164,22 +164,20 @@ impl WorkerThread {
         self.shard().set_state(WorkerState::Parked);
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
-        if exit || self.work_visible() {
-            let removed = sleep.cancel_park(self.index);
-            if !removed {
+        // The re-check of step 3. `--cfg flock_canary` removes it to prove the loom models
+        // catch a lost wake-up (scripts/loom.sh).
+        if exit || (!cfg!(flock_canary) && self.work_visible()) {
+            if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.
                 sleep.park(self.index);
             }
+            // Either way we are a searcher now (see `Sleep::cancel_park`).
             if exit {
-                if !removed {
-                    sleep.transition_from_searching();
-                }
+                sleep.transition_from_searching();
                 sleep.wake_all();
                 return Parked::Exit;
             }
-            return Parked::Resume {
-                searching: !removed,
-            };
+            return Parked::Resume { searching: true };
         }
         self.shard().stat_owned(Stat::Parks, 1);
         sleep.park(self.index);

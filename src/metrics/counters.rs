@@ -5,7 +5,7 @@
 //! Five counters take part in the pool's protocol (see `outstanding`) and come through the
 //! `sync` facade so loom sees them; the rest are statistics and stay on plain std atomics.
 
-use crate::sync::{fence, AtomicU64 as PAtomicU64, Ordering as POrdering};
+use crate::sync::{facade_thread_local, fence, AtomicU64 as PAtomicU64, Ordering as POrdering};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -91,11 +91,21 @@ impl Shard {
         self.proto[c as usize].fetch_add(n, POrdering::Release);
     }
 
-    /// Enters one task from a thread outside the pool. SeqCst: this is one half of the
-    /// submit/shutdown handshake; it pairs with the SeqCst load of the shutdown flag that
-    /// follows it in `Registry::inject` and with the SeqCst fence in `outstanding`.
-    pub(crate) fn enter_shared(&self) {
-        self.proto[Proto::Entered as usize].fetch_add(1, POrdering::SeqCst);
+    /// Enters one task from a thread outside the pool. Returns false if the pool was closed
+    /// first (`close`), in which case the caller must revoke the entry.
+    ///
+    /// The submit/shutdown handshake lives in this one word: `close` sets `CLOSED` with an
+    /// RMW, so in the word's modification order our increment is either before it (and the
+    /// closer, and every worker that later sees the shutdown flag, sees our entry: they wait
+    /// for the task) or after it (and we see the bit). AcqRel: Release publishes the entry to
+    /// `close`'s Acquire; Acquire orders our later reads after a close we saw.
+    pub(crate) fn enter_shared(&self) -> bool {
+        self.proto[Proto::Entered as usize].fetch_add(1, POrdering::AcqRel) & CLOSED == 0
+    }
+
+    /// Marks the shard closed: entries after this see `CLOSED` (see `enter_shared`).
+    fn close(&self) {
+        self.proto[Proto::Entered as usize].fetch_or(CLOSED, POrdering::AcqRel);
     }
 
     /// Adds to a statistic of a shard only the calling thread writes. Compiled to nothing
@@ -120,8 +130,8 @@ impl Shard {
     }
 
     pub(crate) fn proto(&self, c: Proto) -> u64 {
-        // Acquire: pairs with the Release updates above.
-        self.proto[c as usize].load(POrdering::Acquire)
+        // Acquire: pairs with the Release updates above. `CLOSED` is a flag, not a count.
+        self.proto[c as usize].load(POrdering::Acquire) & !CLOSED
     }
 
     pub(crate) fn stat(&self, s: Stat) -> u64 {
@@ -138,8 +148,11 @@ impl Shard {
     }
 }
 
+/// The top bit of an external shard's `Entered` word: the pool is closed to new entries.
+const CLOSED: u64 = 1 << 63;
+
 /// Shards for threads outside the pool. A power of two, so the index is a mask.
-const EXTERNAL_SHARDS: usize = if cfg!(loom) { 2 } else { 16 };
+const EXTERNAL_SHARDS: usize = if cfg!(flock_loom) { 2 } else { 16 };
 
 pub(crate) struct Counters {
     workers: Box<[CachePadded<Shard>]>,
@@ -193,9 +206,9 @@ impl Counters {
     /// also counted entered, so the result never underflows and is zero only when nothing
     /// entered is outstanding.
     pub(crate) fn outstanding(&self) -> u64 {
-        // SeqCst fence: pairs with the SeqCst `enter_shared` + shutdown-flag load in
-        // `Registry::inject`, and with the fences in the waiter / finisher paths
-        // (`Registry::after_finish_off_worker`, `Worker::go_idle`).
+        // SeqCst fence: pairs with the fences of the waiter and finisher paths
+        // (`Registry::wait_quiescent`'s registration, `Registry::after_finish_off_worker`,
+        // `Worker::go_idle`).
         fence(POrdering::SeqCst);
         let finished = self.sum_proto(Proto::Completed)
             + self.sum_proto(Proto::Panicked)
@@ -209,6 +222,13 @@ impl Counters {
         entered.saturating_sub(finished + revoked)
     }
 
+    /// Closes every external shard to new entries (the first step of shutdown).
+    pub(crate) fn close_external(&self) {
+        for shard in self.external.iter() {
+            shard.close();
+        }
+    }
+
     pub(crate) fn worker_shards(&self) -> &[CachePadded<Shard>] {
         &self.workers
     }
@@ -216,13 +236,17 @@ impl Counters {
 
 static NEXT_EXTERNAL: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    static EXTERNAL_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+facade_thread_local! {
+    static EXTERNAL_INDEX: Cell<usize> = Cell::new(usize::MAX);
 }
 
 /// A per-thread index, handed out round-robin the first time a thread asks (one RMW per
 /// thread's life, never per submit).
 fn external_index() -> usize {
+    if cfg!(flock_loom) {
+        // The global counter outlives loom's executions, which must replay identically.
+        return 0;
+    }
     EXTERNAL_INDEX.with(|i| {
         let mut v = i.get();
         if v == usize::MAX {

@@ -1,0 +1,111 @@
+//! The queues, behind one set of names: `crossbeam-deque` normally; under `cfg(flock_loom)`, a
+//! `Mutex<VecDeque>` loom can see inside (it cannot see into crossbeam's atomics), with the
+//! same methods. Only the methods the scheduler calls exist.
+
+#[cfg(not(flock_loom))]
+pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+#[cfg(flock_loom)]
+pub(crate) use model::{Injector, Steal, Stealer, Worker};
+
+#[cfg(flock_loom)]
+mod model {
+    use crate::sync::{Arc, Mutex};
+    use std::collections::VecDeque;
+
+    /// As `crossbeam_deque::Steal`; the model never asks for a retry.
+    #[allow(dead_code)]
+    pub(crate) enum Steal<T> {
+        Empty,
+        Success(T),
+        Retry,
+    }
+
+    pub(crate) struct Worker<T> {
+        queue: Arc<Mutex<VecDeque<T>>>,
+        fifo: bool,
+    }
+
+    pub(crate) struct Stealer<T> {
+        queue: Arc<Mutex<VecDeque<T>>>,
+    }
+
+    pub(crate) struct Injector<T> {
+        queue: Mutex<VecDeque<T>>,
+    }
+
+    impl<T> Worker<T> {
+        pub(crate) fn new_fifo() -> Self {
+            Worker {
+                queue: Arc::new(Mutex::new(VecDeque::new())),
+                fifo: true,
+            }
+        }
+        pub(crate) fn new_lifo() -> Self {
+            Worker {
+                queue: Arc::new(Mutex::new(VecDeque::new())),
+                fifo: false,
+            }
+        }
+        pub(crate) fn stealer(&self) -> Stealer<T> {
+            Stealer {
+                queue: self.queue.clone(),
+            }
+        }
+        pub(crate) fn push(&self, t: T) {
+            self.queue.lock().push_back(t);
+        }
+        pub(crate) fn pop(&self) -> Option<T> {
+            let mut q = self.queue.lock();
+            if self.fifo {
+                q.pop_front()
+            } else {
+                q.pop_back()
+            }
+        }
+        pub(crate) fn len(&self) -> usize {
+            self.queue.lock().len()
+        }
+        pub(crate) fn is_empty(&self) -> bool {
+            self.queue.lock().is_empty()
+        }
+    }
+
+    impl<T> Stealer<T> {
+        pub(crate) fn steal_batch_and_pop(&self, _dest: &Worker<T>) -> Steal<T> {
+            self.queue
+                .lock()
+                .pop_front()
+                .map_or(Steal::Empty, Steal::Success)
+        }
+        pub(crate) fn len(&self) -> usize {
+            self.queue.lock().len()
+        }
+        pub(crate) fn is_empty(&self) -> bool {
+            self.queue.lock().is_empty()
+        }
+    }
+
+    impl<T> Injector<T> {
+        pub(crate) fn new() -> Self {
+            Injector {
+                queue: Mutex::new(VecDeque::new()),
+            }
+        }
+        pub(crate) fn push(&self, t: T) {
+            self.queue.lock().push_back(t);
+        }
+        pub(crate) fn steal_batch_and_pop(&self, _dest: &Worker<T>) -> Steal<T> {
+            self.queue
+                .lock()
+                .pop_front()
+                .map_or(Steal::Empty, Steal::Success)
+        }
+        pub(crate) fn len(&self) -> usize {
+            self.queue.lock().len()
+        }
+        pub(crate) fn is_empty(&self) -> bool {
+            self.queue.lock().is_empty()
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Loom models of the pool's protocol: the real registry, workers and sleep code, with loom's
+//! atomics, locks and threads (`sync.rs`) and loom-visible queues (`deque.rs`). Each model
+//! asserts that every task ran exactly once (or, for `shutdown_now`, ran or was dropped) and
+//! loom fails any interleaving that deadlocks. Run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg flock_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --lib loom
+//! ```
+//!
+//! Built with `--cfg flock_canary` as well, the park path skips its re-check of the queues;
+//! `scripts/loom.sh` checks that the suite then fails, so the models are known to bite.
+
+use crate::sync::Arc;
+use crate::{Pool, RejectReason};
+use loom::sync::atomic::{AtomicUsize, Ordering};
+
+fn pool(workers: usize) -> Pool {
+    Pool::builder()
+        .workers(workers)
+        .spin_limit(0)
+        .capacity(4)
+        .build()
+        .expect("pool")
+}
+
+fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+/// Runs a model under loom (preemption bound from `LOOM_MAX_PREEMPTIONS`, default 2) and
+/// prints how many executions it explored.
+fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize as StdAtomic, Ordering as StdOrdering};
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    let executions = std::sync::Arc::new(StdAtomic::new(0));
+    let count = executions.clone();
+    builder.check(move || {
+        count.fetch_add(1, StdOrdering::Relaxed);
+        f();
+    });
+    println!(
+        "loom model {name}: {} executions explored (preemption bound {:?})",
+        executions.load(StdOrdering::Relaxed),
+        builder.preemption_bound
+    );
+}
+
+/// One worker falling asleep while one outside thread submits: the task runs, wait returns.
+#[test]
+fn loom_one_worker_one_submitter() {
+    model("loom_one_worker_one_submitter", || {
+        let pool = pool(1);
+        let ran = counter();
+        let r = ran.clone();
+        pool.submit(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// Two workers, one submitter on another thread, the main thread waiting.
+#[test]
+fn loom_two_workers_one_submitter() {
+    model("loom_two_workers_one_submitter", || {
+        let pool = Arc::new(pool(2));
+        let ran = counter();
+        let (p, r) = (pool.clone(), ran.clone());
+        let submitter = loom::thread::spawn(move || {
+            p.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        });
+        submitter.join().unwrap();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A submit racing shutdown: the task is either run or handed back, never lost.
+#[test]
+fn loom_submit_racing_shutdown() {
+    model("loom_submit_racing_shutdown", || {
+        let pool = Arc::new(pool(1));
+        let ran = counter();
+        let (p, r) = (pool.clone(), ran.clone());
+        let submitter = loom::thread::spawn(move || {
+            p.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .map_err(|e| e.reason())
+        });
+        pool.shutdown().unwrap();
+        let result = submitter.join().unwrap();
+        match result {
+            Ok(()) => assert_eq!(ran.load(Ordering::SeqCst), 1, "accepted but not run"),
+            Err(reason) => {
+                assert_eq!(reason, RejectReason::Shutdown);
+                assert_eq!(ran.load(Ordering::SeqCst), 0);
+            }
+        }
+    });
+}
+
+/// `wait` racing the last completion and a concurrent submit: it never returns while a task
+/// submitted before it is unfinished.
+#[test]
+fn loom_wait_racing_completion_and_submit() {
+    model("loom_wait_racing_completion_and_submit", || {
+        let pool = Arc::new(pool(1));
+        let first = counter();
+        let f = first.clone();
+        pool.submit(move || {
+            f.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let p = pool.clone();
+        let late = loom::thread::spawn(move || {
+            p.submit(|| ()).unwrap();
+        });
+        pool.wait().unwrap();
+        assert_eq!(
+            first.load(Ordering::SeqCst),
+            1,
+            "wait returned before the first task ran"
+        );
+        late.join().unwrap();
+        pool.shutdown().unwrap();
+    });
+}
+
+/// `shutdown_now` racing a running task and a queued one: each ran or was dropped, and the
+/// counts add up.
+#[test]
+fn loom_shutdown_now_racing_a_running_task() {
+    model("loom_shutdown_now_racing_a_running_task", || {
+        let pool = pool(1);
+        let ran = counter();
+        for _ in 0..2 {
+            let r = ran.clone();
+            pool.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        }
+        let dropped = pool.shutdown_now().unwrap() as usize;
+        assert_eq!(ran.load(Ordering::SeqCst) + dropped, 2);
+        let stats = pool.stats();
+        assert_eq!(stats.submitted, 2);
+        assert_eq!(stats.completed + stats.dropped, 2);
+    });
+}
+
+/// The chain wake-up: two tasks that can only finish together (each waits for the other to
+/// have started), two workers asleep. A submit wakes one worker; it must wake the second, or
+/// the two tasks wait on each other forever and loom reports the deadlock.
+#[test]
+fn loom_chain_wake_runs_two_tasks_in_parallel() {
+    model("loom_chain_wake_runs_two_tasks_in_parallel", || {
+        let pool = pool(2);
+        // A rendezvous: each task blocks until both have started.
+        let started = Arc::new((loom::sync::Mutex::new(0usize), loom::sync::Condvar::new()));
+        for _ in 0..2 {
+            let s = started.clone();
+            pool.submit(move || {
+                let (count, cond) = &*s;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                cond.notify_all();
+                while *n < 2 {
+                    n = cond.wait(n).unwrap();
+                }
+            })
+            .unwrap();
+        }
+        pool.wait().unwrap();
+        assert_eq!(*started.0.lock().unwrap(), 2);
+        pool.shutdown().unwrap();
+    });
+}
