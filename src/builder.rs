@@ -34,12 +34,21 @@ pub enum Backpressure {
 
 /// The default bound on queued tasks.
 ///
+/// ```
+/// assert_eq!(flock::Pool::new().capacity(), flock::DEFAULT_CAPACITY);
+/// ```
+///
 /// 65,536 tasks: far more than any healthy burst (a submitter that outruns the workers for a
 /// few milliseconds), few enough that a stuck pool's backlog stays a few MiB and its queue
 /// wait stays bounded instead of growing without end. Servers with larger bursts raise it.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
 /// The default number of spin rounds before an idle worker parks.
+///
+/// ```
+/// let pool = flock::Pool::builder().spin_limit(2 * flock::DEFAULT_SPIN_LIMIT).build().unwrap();
+/// # drop(pool);
+/// ```
 pub const DEFAULT_SPIN_LIMIT: u32 = 20;
 
 // Callbacks are configuration, not protocol: std's `Arc` (loom's cannot hold `dyn`).
@@ -142,12 +151,22 @@ impl fmt::Debug for PoolBuilder {
 
 impl PoolBuilder {
     /// A builder with every default (see each method).
+    ///
+    /// ```
+    /// let pool = flock::PoolBuilder::new().build().unwrap();
+    /// # drop(pool);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Number of worker threads. Default: the CPUs this process may run on
     /// (`std::thread::available_parallelism`, which honours affinity masks and cgroup quotas).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(3).build().unwrap();
+    /// assert_eq!(pool.workers(), 3);
+    /// ```
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -159,12 +178,23 @@ impl PoolBuilder {
     /// deadlock a fork-join. Workers hand started tasks back to the count in small batches,
     /// so with large capacities (≥ 64 × 32 × workers) a queue may be reported full up to
     /// `64 × workers` tasks early; it is never over-filled.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().capacity(1_000).build().unwrap();
+    /// assert_eq!(pool.capacity(), 1_000);
+    /// ```
     pub fn capacity(mut self, n: usize) -> Self {
         self.capacity = n;
         self
     }
 
     /// What a submit does when the queue is at capacity. Default [`Backpressure::Block`].
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool};
+    /// let pool = Pool::builder().when_full(Backpressure::Reject).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn when_full(mut self, policy: Backpressure) -> Self {
         self.when_full = policy;
         self
@@ -172,12 +202,23 @@ impl PoolBuilder {
 
     /// Longest a blocked submit waits for room before its task is handed back with
     /// [`RejectReason::Timeout`](crate::RejectReason::Timeout). Default: no limit.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::builder().block_timeout(Duration::from_millis(100)).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn block_timeout(mut self, timeout: Duration) -> Self {
         self.block_timeout = Some(timeout);
         self
     }
 
     /// Each worker runs the tasks it spawned oldest first.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).fifo().build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn fifo(mut self) -> Self {
         self.fifo = true;
         self
@@ -185,6 +226,11 @@ impl PoolBuilder {
 
     /// Each worker runs the tasks it spawned newest first (the default: best cache reuse for
     /// fork-join).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lifo().build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn lifo(mut self) -> Self {
         self.fifo = false;
         self
@@ -192,12 +238,23 @@ impl PoolBuilder {
 
     /// Rounds an idle worker spins (with growing backoff, then yields) before it parks.
     /// Default [`DEFAULT_SPIN_LIMIT`]; 0 parks at once.
+    ///
+    /// ```
+    /// // Park at once when idle: lowest CPU use, slightly slower to pick up bursts.
+    /// let pool = flock::Pool::builder().spin_limit(0).build().unwrap();
+    /// assert_eq!(pool.spawn(|| 1).join().unwrap(), 1);
+    /// ```
     pub fn spin_limit(mut self, rounds: u32) -> Self {
         self.spin_limit = rounds;
         self
     }
 
     /// Pins worker `i` to the `i`-th CPU this process may run on (wrapping around).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).pin_workers(true).build().unwrap();
+    /// assert!(pool.stats().per_worker.iter().all(|w| w.pinned_core.is_some()));
+    /// ```
     pub fn pin_workers(mut self, pin: bool) -> Self {
         self.pinning = if pin { Pinning::Allowed } else { Pinning::Off };
         self
@@ -205,18 +262,34 @@ impl PoolBuilder {
 
     /// Pins worker `i` to `cores[i % cores.len()]`. A core this process may not run on is a
     /// [`BuildError::UnknownCore`].
+    ///
+    /// ```
+    /// let err = flock::Pool::builder().pin_to([1_000_000]).build().unwrap_err();
+    /// assert!(matches!(err, flock::BuildError::UnknownCore { core: 1_000_000, .. }));
+    /// ```
     pub fn pin_to(mut self, cores: impl IntoIterator<Item = usize>) -> Self {
         self.pinning = Pinning::Explicit(cores.into_iter().collect());
         self
     }
 
     /// Names worker threads. Default `flock-worker-{i}`.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).thread_name(|i| format!("db-{i}")).build().unwrap();
+    /// let name = pool.spawn(|| std::thread::current().name().map(str::to_owned)).join().unwrap();
+    /// assert_eq!(name.as_deref(), Some("db-0"));
+    /// ```
     pub fn thread_name(mut self, name: impl Fn(usize) -> String + Send + Sync + 'static) -> Self {
         self.thread_name = Some(std::sync::Arc::new(name));
         self
     }
 
     /// Stack size of each worker thread in bytes. Default: the platform's (`std::thread`).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().stack_size(8 << 20).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
         self
@@ -224,6 +297,20 @@ impl PoolBuilder {
 
     /// Called on each worker thread, with its index, before it runs any task. A panic in the
     /// hook is caught and printed; the worker goes on.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let s = started.clone();
+    /// let pool = flock::Pool::builder()
+    ///     .workers(2)
+    ///     .on_worker_start(move |_| { s.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(started.load(Ordering::SeqCst), 2);
+    /// ```
     pub fn on_worker_start(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
         self.on_worker_start = Some(std::sync::Arc::new(hook));
         self
@@ -231,6 +318,20 @@ impl PoolBuilder {
 
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
     /// is caught and printed.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let s = stopped.clone();
+    /// let pool = flock::Pool::builder()
+    ///     .workers(2)
+    ///     .on_worker_stop(move |_| { s.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(stopped.load(Ordering::SeqCst), 2);
+    /// ```
     pub fn on_worker_stop(mut self, hook: impl Fn(usize) + Send + Sync + 'static) -> Self {
         self.on_worker_stop = Some(std::sync::Arc::new(hook));
         self
@@ -240,6 +341,14 @@ impl PoolBuilder {
     /// their panic to their [`JoinHandle`](crate::JoinHandle), scoped tasks to their scope).
     /// Without a handler the panic is counted and the standard panic hook has already printed
     /// it. A panic inside the handler is caught and printed; the worker goes on.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder()
+    ///     .panic_handler(|p| eprintln!("task failed on worker {:?}: {:?}", p.worker(), p.message()))
+    ///     .build()
+    ///     .unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn panic_handler(mut self, handler: impl Fn(TaskPanic) + Send + Sync + 'static) -> Self {
         self.panic_handler = Some(std::sync::Arc::new(handler));
         self
@@ -247,6 +356,12 @@ impl PoolBuilder {
 
     /// With [`Backpressure::SpawnThread`], the most helper threads alive at once. Default:
     /// the number of workers.
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool};
+    /// let pool = Pool::builder().when_full(Backpressure::SpawnThread).max_spawned_threads(4).build().unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// ```
     pub fn max_spawned_threads(mut self, n: usize) -> Self {
         self.max_spawned_threads = Some(n);
         self

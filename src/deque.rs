@@ -1,14 +1,16 @@
-//! The queues, behind one set of names: `crossbeam-deque` normally; under `cfg(flock_loom)`, a
-//! `Mutex<VecDeque>` loom can see inside (it cannot see into crossbeam's atomics), with the
-//! same methods. Only the methods the scheduler calls exist.
+//! The queues, behind one set of names: `crossbeam-deque` normally; a `Mutex<VecDeque>` model
+//! with the same methods under `cfg(flock_loom)` (loom cannot see into crossbeam's atomics)
+//! and under Miri (crossbeam-epoch's tagged pointers are integer-to-pointer casts, which
+//! Miri's strict-provenance mode rejects; `--cfg flock_miri_crossbeam` keeps the real deques
+//! for a permissive-provenance Miri pass). Only the methods the scheduler calls exist.
 
-#[cfg(not(flock_loom))]
+#[cfg(not(any(flock_loom, all(miri, not(flock_miri_crossbeam)))))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-#[cfg(flock_loom)]
+#[cfg(any(flock_loom, all(miri, not(flock_miri_crossbeam))))]
 pub(crate) use model::{Injector, Steal, Stealer, Worker};
 
-#[cfg(flock_loom)]
+#[cfg(any(flock_loom, all(miri, not(flock_miri_crossbeam))))]
 mod model {
     use crate::sync::{Arc, Mutex};
     use std::collections::VecDeque;

@@ -4,6 +4,13 @@ use std::any::Any;
 use std::fmt;
 
 /// Why the pool refused a task.
+///
+/// ```
+/// use flock::{Backpressure, Pool, RejectReason};
+/// let pool = Pool::builder().capacity(1).when_full(Backpressure::Reject).build().unwrap();
+/// pool.shutdown().unwrap();
+/// assert_eq!(pool.submit(|| ()).unwrap_err().reason(), RejectReason::Shutdown);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RejectReason {
     /// The queue was at capacity and the policy is [`Backpressure::Reject`](crate::Backpressure::Reject).
@@ -75,6 +82,14 @@ impl<F> fmt::Display for SubmitError<F> {
 impl<F> std::error::Error for SubmitError<F> {}
 
 /// Why a wait (or a shutdown, which waits) did not complete.
+///
+/// ```
+/// use std::sync::Arc;
+/// let pool = Arc::new(flock::Pool::new());
+/// let inner = pool.clone();
+/// let from_inside = pool.spawn(move || inner.wait()).join().unwrap();
+/// assert_eq!(from_inside, Err(flock::WaitError::WouldDeadlock));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WaitError {
     /// Called from one of the pool's own workers, where waiting would wait for itself.
@@ -99,6 +114,14 @@ impl fmt::Display for WaitError {
 impl std::error::Error for WaitError {}
 
 /// Why a spawned task produced no value.
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// match pool.spawn(|| -> u8 { panic!("bad input") }).join() {
+///     Err(e @ flock::JoinError::Panicked(_)) => assert_eq!(e.to_string(), "the task panicked: bad input"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 pub enum JoinError {
     /// The task panicked; this is its payload.
     Panicked(Box<dyn Any + Send + 'static>),
@@ -159,6 +182,12 @@ impl fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 /// An invalid pool configuration, or a failure to start the pool's threads.
+///
+/// ```
+/// let err = flock::Pool::builder().workers(0).build().unwrap_err();
+/// assert!(matches!(err, flock::BuildError::ZeroWorkers));
+/// println!("{err}"); // says what to change
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -130,12 +130,12 @@ impl Job {
     }
 
     /// The address a stack job was built from, if this is one.
-    pub(crate) fn stack_address(&self) -> Option<usize> {
+    pub(crate) fn stack_address(&self) -> Option<*const ()> {
         if self.flags() & STACK == 0 {
             return None;
         }
-        // SAFETY: stack jobs always initialise their first payload word with their address.
-        Some(unsafe { self.payload.assume_init_ref()[0] })
+        // SAFETY: stack jobs always write their address, as a pointer, into the first word.
+        Some(unsafe { ptr::read(self.payload.as_ptr().cast::<*const ()>()) })
     }
 
     /// Runs the job. A plain closure's panic unwinds out of here; the worker catches it.

@@ -34,16 +34,16 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
         // SAFETY: a payload has room for one address; `Job::stack_address` reads it back.
         unsafe {
             ptr::write(
-                payload.as_mut_ptr().cast::<usize>(),
-                self as *const Self as usize,
+                payload.as_mut_ptr().cast::<*const ()>(),
+                (self as *const Self).cast::<()>(),
             )
         };
         // SAFETY: `call_stack::<F, R>` reads exactly this address, once.
         unsafe { Job::from_raw(call_stack::<F, R>, payload, flags | STACK) }
     }
 
-    fn address(&self) -> usize {
-        self as *const Self as usize
+    fn address(&self) -> *const () {
+        (self as *const Self).cast()
     }
 
     /// Runs the function here (the owner took its job back before anyone stole it).
@@ -68,7 +68,7 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send>(
     _action: Action,
 ) -> Outcome {
     // SAFETY: see the function's contract.
-    let job = unsafe { &*(ptr::read(payload.as_ptr().cast::<usize>()) as *const StackJob<F, R>) };
+    let job = unsafe { &*ptr::read(payload.as_ptr().cast::<*const ()>()).cast::<StackJob<F, R>>() };
     // Both actions run the function: a stack job's owner is blocked on it, so it must never
     // be dropped unrun (and it is not `DISCARDABLE`, so `shutdown_now` never asks).
     // SAFETY: the job is run once; its owner does not touch `func` once the job is out of

@@ -365,16 +365,31 @@ impl Pool {
     }
 
     /// Whether a shutdown has begun.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// assert!(!pool.is_shutdown());
+    /// pool.shutdown().unwrap();
+    /// assert!(pool.is_shutdown());
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.registry.is_shutdown()
     }
 
     /// The number of worker threads.
+    ///
+    /// ```
+    /// assert_eq!(flock::Pool::builder().workers(5).build().unwrap().workers(), 5);
+    /// ```
     pub fn workers(&self) -> usize {
         self.registry.workers()
     }
 
     /// The bound on queued tasks (`usize::MAX`: none).
+    ///
+    /// ```
+    /// assert_eq!(flock::Pool::builder().capacity(64).build().unwrap().capacity(), 64);
+    /// ```
     pub fn capacity(&self) -> usize {
         self.registry.cfg.capacity
     }

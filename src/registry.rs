@@ -252,7 +252,7 @@ impl Registry {
     #[cold]
     fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job) {
         shard.stat_shared(Stat::SpawnedThread, 1);
-        let slot = std::sync::Arc::new(parking_lot::Mutex::new(Some(job)));
+        let slot = std::sync::Arc::new(Mutex::new(Some(job)));
         let theirs = slot.clone();
         let registry = this.clone();
         let spawned = thread::spawn("flock-helper".into(), None, move || {

@@ -74,43 +74,59 @@ pub(crate) mod thread {
     }
 }
 
+/// The lock backend: `parking_lot` normally (futex based, no poisoning); loom's under
+/// `cfg(flock_loom)`; std's under Miri, whose strict-provenance mode rejects the
+/// integer-to-pointer casts inside `parking_lot_core`.
+#[cfg(flock_loom)]
+use loom::sync as backend;
+#[cfg(all(miri, not(flock_loom)))]
+use std::sync as backend;
+
 /// A mutex with `parking_lot`'s shape (no poisoning, `lock()` returns the guard).
 pub(crate) struct Mutex<T> {
-    #[cfg(not(flock_loom))]
+    #[cfg(not(any(flock_loom, miri)))]
     inner: parking_lot::Mutex<T>,
-    #[cfg(flock_loom)]
-    inner: loom::sync::Mutex<T>,
+    #[cfg(any(flock_loom, miri))]
+    inner: backend::Mutex<T>,
 }
 
-/// The guard of [`Mutex`].
+/// The guard of [`Mutex`]. Over a std-shaped backend it holds an `Option`, so that
+/// `Condvar::wait` can pass the guard by value and put it back.
 pub(crate) struct MutexGuard<'a, T> {
-    #[cfg(not(flock_loom))]
+    #[cfg(not(any(flock_loom, miri)))]
     inner: parking_lot::MutexGuard<'a, T>,
-    #[cfg(flock_loom)]
-    inner: Option<loom::sync::MutexGuard<'a, T>>,
+    #[cfg(any(flock_loom, miri))]
+    inner: Option<backend::MutexGuard<'a, T>>,
+}
+
+/// A lock result without poisoning: a panic while holding one of flock's locks aborts
+/// (`AbortIfPanic`), and user code never runs under them.
+#[cfg(any(flock_loom, miri))]
+fn unpoison<G>(r: Result<G, std::sync::PoisonError<G>>) -> G {
+    r.unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<T> Mutex<T> {
     pub(crate) fn new(value: T) -> Self {
         Mutex {
-            #[cfg(not(flock_loom))]
+            #[cfg(not(any(flock_loom, miri)))]
             inner: parking_lot::Mutex::new(value),
-            #[cfg(flock_loom)]
-            inner: loom::sync::Mutex::new(value),
+            #[cfg(any(flock_loom, miri))]
+            inner: backend::Mutex::new(value),
         }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        #[cfg(not(flock_loom))]
+        #[cfg(not(any(flock_loom, miri)))]
         {
             MutexGuard {
                 inner: self.inner.lock(),
             }
         }
-        #[cfg(flock_loom)]
+        #[cfg(any(flock_loom, miri))]
         {
             MutexGuard {
-                inner: Some(self.inner.lock().unwrap()),
+                inner: Some(unpoison(self.inner.lock())),
             }
         }
     }
@@ -119,11 +135,11 @@ impl<T> Mutex<T> {
 impl<T> std::ops::Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        #[cfg(not(flock_loom))]
+        #[cfg(not(any(flock_loom, miri)))]
         {
             &self.inner
         }
-        #[cfg(flock_loom)]
+        #[cfg(any(flock_loom, miri))]
         {
             self.inner.as_ref().expect("guard present")
         }
@@ -132,11 +148,11 @@ impl<T> std::ops::Deref for MutexGuard<'_, T> {
 
 impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        #[cfg(not(flock_loom))]
+        #[cfg(not(any(flock_loom, miri)))]
         {
             &mut self.inner
         }
-        #[cfg(flock_loom)]
+        #[cfg(any(flock_loom, miri))]
         {
             self.inner.as_mut().expect("guard present")
         }
@@ -145,31 +161,31 @@ impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
 
 /// A condition variable paired with [`Mutex`].
 pub(crate) struct Condvar {
-    #[cfg(not(flock_loom))]
+    #[cfg(not(any(flock_loom, miri)))]
     inner: parking_lot::Condvar,
-    #[cfg(flock_loom)]
-    inner: loom::sync::Condvar,
+    #[cfg(any(flock_loom, miri))]
+    inner: backend::Condvar,
 }
 
 impl Condvar {
     pub(crate) fn new() -> Self {
         Condvar {
-            #[cfg(not(flock_loom))]
+            #[cfg(not(any(flock_loom, miri)))]
             inner: parking_lot::Condvar::new(),
-            #[cfg(flock_loom)]
-            inner: loom::sync::Condvar::new(),
+            #[cfg(any(flock_loom, miri))]
+            inner: backend::Condvar::new(),
         }
     }
 
     pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-        #[cfg(not(flock_loom))]
+        #[cfg(not(any(flock_loom, miri)))]
         {
             self.inner.wait(&mut guard.inner);
         }
-        #[cfg(flock_loom)]
+        #[cfg(any(flock_loom, miri))]
         {
             let g = guard.inner.take().expect("guard present");
-            guard.inner = Some(self.inner.wait(g).unwrap());
+            guard.inner = Some(unpoison(self.inner.wait(g)));
         }
     }
 
@@ -180,18 +196,29 @@ impl Condvar {
         guard: &mut MutexGuard<'_, T>,
         deadline: Option<Instant>,
     ) -> bool {
-        match deadline {
-            None => {
-                self.wait(guard);
-                true
-            }
-            #[cfg(not(flock_loom))]
-            Some(at) => !self.inner.wait_until(&mut guard.inner, at).timed_out(),
-            #[cfg(flock_loom)]
-            Some(_) => {
-                self.wait(guard);
-                true
-            }
+        let Some(at) = deadline else {
+            self.wait(guard);
+            return true;
+        };
+        #[cfg(not(any(flock_loom, miri)))]
+        {
+            !self.inner.wait_until(&mut guard.inner, at).timed_out()
+        }
+        #[cfg(all(miri, not(flock_loom)))]
+        {
+            let Some(left) = at.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            let g = guard.inner.take().expect("guard present");
+            let (g, timeout) = unpoison(self.inner.wait_timeout(g, left));
+            guard.inner = Some(g);
+            !timeout.timed_out()
+        }
+        #[cfg(flock_loom)]
+        {
+            let _ = at;
+            self.wait(guard);
+            true
         }
     }
 

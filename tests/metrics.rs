@@ -378,3 +378,55 @@ fn prometheus_text_parses_back() {
         assert!(get(&format!("{hist}_sum")) > 0.0);
     }
 }
+
+/// Polls until every worker is parked (a state, not a time: the poll has a watchdog).
+fn until_all_parked(pool: &Pool) -> Stats {
+    loop {
+        let s = pool.stats();
+        if s.per_worker.iter().all(|w| w.state == WorkerState::Parked) {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn an_idle_pool_makes_no_wakeups() {
+    watchdog(60, "idle", || {
+        let pool = Pool::builder().workers(4).build().unwrap();
+        for _ in 0..1000 {
+            pool.submit(|| ()).unwrap();
+        }
+        pool.wait().unwrap();
+        let before = until_all_parked(&pool);
+        std::thread::sleep(Duration::from_millis(300));
+        let after = pool.stats();
+        assert_eq!(
+            after.wakeups, before.wakeups,
+            "a parked pool woke up with nothing to do"
+        );
+        assert_eq!(after.parks, before.parks);
+        assert!(after
+            .per_worker
+            .iter()
+            .all(|w| w.state == WorkerState::Parked));
+    });
+}
+
+#[test]
+fn one_submit_to_a_parked_pool_wakes_exactly_one_worker() {
+    watchdog(60, "no herd", || {
+        let pool = Pool::builder().workers(4).build().unwrap();
+        for round in 0..20 {
+            let before = until_all_parked(&pool);
+            pool.submit(|| ()).unwrap();
+            pool.wait().unwrap();
+            let after = until_all_parked(&pool);
+            assert_eq!(
+                after.wakeups - before.wakeups,
+                1,
+                "round {round}: one task, one wake-up"
+            );
+        }
+    });
+}

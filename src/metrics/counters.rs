@@ -48,6 +48,12 @@ pub(crate) enum Stat {
 const STATS: usize = 11;
 
 /// What a worker is doing, as [`Stats`](crate::Stats) shows it.
+///
+/// ```
+/// let pool = flock::Pool::builder().workers(1).build().unwrap();
+/// pool.shutdown().unwrap();
+/// assert_eq!(pool.stats().per_worker[0].state, flock::WorkerState::Stopped);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WorkerState {

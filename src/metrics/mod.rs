@@ -83,6 +83,14 @@ pub struct Stats {
 }
 
 /// One worker's share of a [`Stats`] snapshot.
+///
+/// ```
+/// let pool = flock::Pool::builder().workers(2).build().unwrap();
+/// for _ in 0..100 { pool.submit(|| ()).unwrap(); }
+/// pool.wait().unwrap();
+/// let executed: u64 = pool.stats().per_worker.iter().map(|w| w.executed).sum();
+/// assert_eq!(executed, 100);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerStats {
@@ -103,6 +111,16 @@ pub struct WorkerStats {
 }
 
 /// A latency distribution, from a log-bucketed histogram (each bucket ≤ 25% wide).
+///
+/// ```
+/// use std::time::Duration;
+/// let pool = flock::Pool::builder().track_latency(true).build().unwrap();
+/// pool.submit(|| std::thread::sleep(Duration::from_millis(1))).unwrap();
+/// pool.wait().unwrap();
+/// let run = pool.stats().run_time.unwrap();
+/// assert_eq!(run.count, 1);
+/// assert!(run.max >= Duration::from_millis(1) && run.p50 <= run.max);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LatencyStats {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The stress, shutdown-race and wait tests under ThreadSanitizer, std rebuilt with it
+# (-Zbuild-std), with only crossbeam-deque's documented suppressions (scripts/tsan.supp).
+# Zero reports, or it fails. Skipped with a notice where nightly (and rust-src) is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "tsan: NOTICE: no nightly toolchain here; ThreadSanitizer skipped"
+    exit 0
+fi
+if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q rust-src; then
+    rustup component add --toolchain nightly rust-src >/dev/null 2>&1 || {
+        echo "tsan: NOTICE: could not install rust-src for nightly; ThreadSanitizer skipped"
+        exit 0
+    }
+fi
+target=$(rustc -vV | sed -n 's/^host: //p')
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/tsan"
+export RUSTFLAGS="-Zsanitizer=thread"
+export RUSTDOCFLAGS="-Zsanitizer=thread"
+export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1"
+start=$(date +%s)
+log=$(mktemp)
+echo "== tsan: stress, shutdown races, wait loops ($target)"
+if ! cargo +nightly test -Zbuild-std --target "$target" -p flock \
+    --test stress --test shutdown --test submit_wait --test scope_join >"$log" 2>&1; then
+    grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
+    echo "tsan: FAILED" >&2
+    exit 1
+fi
+grep -E "^test result" "$log"
+reports=$(grep -c "WARNING: ThreadSanitizer" "$log" || true)
+echo "tsan: $reports reports in $(( $(date +%s) - start ))s"
+[ "$reports" -eq 0 ]
