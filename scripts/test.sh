@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test flock has, in one command (the README's test command; .ci/run calls it too).
+# Every test flock has, Rust, C and C++, in one command (the README's test command; .ci/run
+# calls it too). Installs the C tools it needs (compilers, pkg-config, valgrind) when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -7,4 +8,7 @@ echo "== Rust: unit, integration and doc tests"
 cargo test --workspace
 
 echo "== Rust: the crate without the metrics feature still builds and its tests pass"
-cargo test --workspace --no-default-features --lib --tests
+cargo test -p flock --no-default-features --lib --tests
+
+echo "== C and C++: libflock's header, suites (plain, valgrind, AddressSanitizer), install, examples"
+scripts/c-tests.sh

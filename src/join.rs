@@ -82,7 +82,8 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send>(
     };
     // SAFETY: the owner reads `result` only after the latch opens, below.
     unsafe { *job.result.get() = Some(result) };
-    job.latch.set();
+    // SAFETY: the job is alive until its latch opens; after this we touch nothing of it.
+    unsafe { Latch::set(&job.latch) };
     outcome
 }
 

@@ -3,7 +3,9 @@
 //! Latches live inside `join`'s stack jobs and scopes, so the waiter may free the latch the
 //! moment it sees it set. The setter therefore does all its work while holding the latch's
 //! mutex, and a waiter that saw the flag takes the mutex once before returning: the setter is
-//! then past its last touch of the latch (its unlock).
+//! then past its last touch of the latch (its unlock). `set` takes a raw pointer, not `&self`:
+//! a reference argument would stay protected until `set` returns, and freeing its memory
+//! before then is undefined behaviour (Miri's Stacked Borrows caught exactly that).
 
 use crate::sync::{AtomicU8, Condvar, Mutex, Ordering};
 
@@ -23,14 +25,22 @@ impl Latch {
         }
     }
 
-    /// Opens the latch and wakes every waiter. After this returns the latch may be gone.
-    pub(crate) fn set(&self) {
-        let mut set = self.set.lock();
+    /// Opens the latch and wakes every waiter. The latch may be freed by a waiter as soon as
+    /// the internal unlock happens, before this returns.
+    ///
+    /// # Safety
+    /// `this` points to a live latch.
+    pub(crate) unsafe fn set(this: *const Latch) {
+        // SAFETY: the caller guarantees the latch is alive; it stays alive while we hold its
+        // mutex, because every waiter takes the mutex before it returns (see the module doc).
+        let (set_lock, flag, cond) = unsafe { (&(*this).set, &(*this).flag, &(*this).cond) };
+        let mut set = set_lock.lock();
         *set = true;
         // Release: pairs with the Acquire load in `probe`, publishing what the setter wrote
         // before (a join result, a scope's last panic).
-        self.flag.store(1, Ordering::Release);
-        self.cond.notify_all();
+        flag.store(1, Ordering::Release);
+        cond.notify_all();
+        drop(set); // the last touch of the latch
     }
 
     /// Whether the latch is open. Does not make it safe to free the latch; `wait` does.
@@ -58,7 +68,8 @@ mod tests {
         let latch = Arc::new(Latch::new());
         assert!(!latch.probe());
         let l2 = latch.clone();
-        let t = std::thread::spawn(move || l2.set());
+        // SAFETY: `l2` keeps the latch alive.
+        let t = std::thread::spawn(move || unsafe { Latch::set(&*l2) });
         latch.wait();
         assert!(latch.probe());
         t.join().unwrap();

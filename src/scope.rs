@@ -85,7 +85,8 @@ impl<'scope> Scope<'scope> {
                     Outcome::Panicked
                 }
             };
-            scope.task_done();
+            // SAFETY: our unit keeps the scope alive until this call opens the latch.
+            unsafe { Scope::task_done(ptr.0) };
             outcome
         };
         // SAFETY: the job borrows `'scope` data; the scope does not return (so nothing it
@@ -129,19 +130,27 @@ impl<'scope> Scope<'scope> {
     }
 
     /// One unit of `pending` is done; the last one opens the latch. The scope may be freed
-    /// as soon as this returns.
-    fn task_done(&self) {
-        // AcqRel: the last decrement acquires every other task's writes (their Release
-        // decrements) before opening the latch for the scope's owner.
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.latch.set();
+    /// as soon as the count drops, so this takes a raw pointer (see `Latch::set`).
+    ///
+    /// # Safety
+    /// The caller holds one unit of `pending`, which keeps the scope alive until this call.
+    unsafe fn task_done(this: *const Scope<'scope>) {
+        // SAFETY: our unit keeps the scope alive up to the decrement; only the last unit's
+        // holder touches the scope after it, and the owner waits for that one's latch.
+        unsafe {
+            // AcqRel: the last decrement acquires every other task's writes (their Release
+            // decrements) before opening the latch for the scope's owner.
+            if (*this).pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                Latch::set(&(*this).latch);
+            }
         }
     }
 
     /// Runs the body, waits for every task, then re-raises the first panic.
     pub(crate) fn run<R>(self, op: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let result = catch_unwind(AssertUnwindSafe(|| op(&self)));
-        self.task_done();
+        // SAFETY: the body's unit; `self` is alive (we own it).
+        unsafe { Scope::task_done(&self) };
         crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(&self.registry) => w.wait_until(&self.latch),
             _ => self.latch.wait(),

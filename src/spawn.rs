@@ -121,7 +121,8 @@ where
     // SAFETY: we moved the state out of PENDING, so the closure is ours.
     let f = unsafe { (*cell.func.get()).take() }.expect("flock: a pending task has its closure");
     if action == Action::Discard {
-        header.latch.set();
+        // SAFETY: `cell` (an `Arc`) keeps the latch alive.
+        unsafe { Latch::set(&header.latch) };
         drop(f);
         return Outcome::Done;
     }
@@ -135,7 +136,8 @@ where
     unsafe { *header.result.get() = Some(result) };
     // Release: publishes `result`; pairs with the Acquire load in `JoinHandle::join`.
     header.state.store(DONE, Ordering::Release);
-    header.latch.set();
+    // SAFETY: `cell` (an `Arc`) keeps the latch alive.
+    unsafe { Latch::set(&header.latch) };
     outcome
 }
 
@@ -180,7 +182,8 @@ impl<T: Send + 'static> JoinHandle<T> {
             },
             func: UnsafeCell::new(None),
         };
-        cell.header.latch.set();
+        // SAFETY: `cell` is alive on our stack.
+        unsafe { Latch::set(&cell.header.latch) };
         JoinHandle {
             cell: CellArc::new(cell),
             registry: registry.clone(),
@@ -255,7 +258,8 @@ impl<T> JoinHandle<T> {
         let shard = self.registry.counters.external();
         shard.add_shared(Proto::Dropped, 1);
         self.registry.after_finish_off_worker();
-        header.latch.set();
+        // SAFETY: `self.cell` keeps the latch alive.
+        unsafe { Latch::set(&header.latch) };
         true
     }
 }

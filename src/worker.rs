@@ -310,7 +310,7 @@ impl WorkerThread {
 
     fn note_reservation_started(&self) {
         let n = self.unflushed.get() + 1;
-        if n >= self.registry.flush_threshold || self.registry.has_blocked_submitters() {
+        if n >= self.registry.flush_threshold {
             self.unflushed.set(0);
             self.registry.release_pending(n);
         } else {

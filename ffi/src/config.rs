@@ -1,0 +1,197 @@
+//! `flock_config_t`: how a pool is built, and `flock_config_init`, its defaults.
+
+use crate::panic::ffi_panic_boundary;
+use flock_core::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+use std::ptr;
+use std::time::Duration;
+
+/// What a submit from outside the pool does when the queue holds `capacity` tasks. (Tasks
+/// submitted by the pool's own tasks are never refused and never block.)
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum flock_when_full {
+    /// Wait for room (at most block_timeout_ns when that is not 0, then FLOCK_ERR_TIMEOUT).
+    FLOCK_WHEN_FULL_BLOCK = 0,
+    /// Refuse the task at once with FLOCK_ERR_FULL.
+    FLOCK_WHEN_FULL_REJECT = 1,
+    /// Run the task on the submitting thread, inside flock_submit.
+    FLOCK_WHEN_FULL_CALLER_RUNS = 2,
+    /// Run the task on a short-lived helper thread (at most max_spawned_threads at once; past
+    /// that, wait as FLOCK_WHEN_FULL_BLOCK does).
+    FLOCK_WHEN_FULL_SPAWN_THREAD = 3,
+}
+
+/// See `enum flock_when_full`.
+pub type flock_when_full_t = flock_when_full;
+
+/// The policy a `flock_when_full_t` value names, if it names one.
+fn policy(raw: u32) -> Option<Backpressure> {
+    Some(match raw {
+        0 => Backpressure::Block,
+        1 => Backpressure::Reject,
+        2 => Backpressure::CallerRuns,
+        3 => Backpressure::SpawnThread,
+        _ => return None,
+    })
+}
+
+/// A pool's configuration. Always start from flock_config_init, then change the fields you
+/// care about: later versions may add fields at the end, which flock_config_init fills in.
+/// The pool copies what it needs; the struct may be freed or reused as soon as
+/// flock_pool_new returns.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct flock_config {
+    /// Worker threads, 1 to 65,536 (0 is FLOCK_ERR_INVALID_CONFIG). Default: the number of
+    /// CPUs this process may run on.
+    pub workers: u32,
+    /// The most tasks submitted from outside that may wait in the queue, at least 1.
+    /// UINT64_MAX means no bound. Default: 65,536.
+    pub capacity: u64,
+    /// What a submit does when the queue is full. Default: FLOCK_WHEN_FULL_BLOCK.
+    pub when_full: flock_when_full_t,
+    /// With FLOCK_WHEN_FULL_BLOCK: the longest a submit waits for room before it gives up with
+    /// FLOCK_ERR_TIMEOUT. 0 (the default) waits as long as it takes.
+    pub block_timeout_ns: u64,
+    /// Each worker runs its own tasks oldest first (true) instead of newest first (false, the
+    /// default, which is kinder to caches). Stealing always takes the oldest.
+    pub fifo: bool,
+    /// Rounds an idle worker spins looking for work before it sleeps; 0 sleeps at once.
+    /// Default: 20.
+    pub spin_limit: u32,
+    /// Pin worker i to the i-th CPU this process may run on (wrapping around). Default: false.
+    pub pin_workers: bool,
+    /// Record each task's queue wait and run time for flock_stats (two clock reads per task).
+    /// Default: false.
+    pub track_latency: bool,
+    /// With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
+    /// default) means as many as there are workers.
+    pub max_spawned_threads: u32,
+    /// Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
+    pub stack_size: u64,
+}
+
+/// See `struct flock_config`.
+pub type flock_config_t = flock_config;
+
+impl flock_config {
+    pub(crate) fn defaults() -> flock_config {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        flock_config {
+            workers: u32::try_from(cpus).unwrap_or(u32::MAX),
+            capacity: DEFAULT_CAPACITY as u64,
+            when_full: flock_when_full::FLOCK_WHEN_FULL_BLOCK,
+            block_timeout_ns: 0,
+            fifo: false,
+            spin_limit: DEFAULT_SPIN_LIMIT,
+            pin_workers: false,
+            track_latency: false,
+            max_spawned_threads: 0,
+            stack_size: 0,
+        }
+    }
+}
+
+/// The builder the configuration at `cfg` describes, or `None` when a field is outside what any
+/// pool accepts (the builder checks the rest).
+///
+/// C may hand in any bit pattern, and a Rust `enum` or `bool` must never hold one outside its
+/// values, so the struct is never copied as a whole: each field is read as the integer it is
+/// in memory and checked.
+///
+/// # Safety
+/// `cfg` points to a readable, initialized `flock_config`.
+pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilder> {
+    macro_rules! field {
+        ($name:ident as $int:ty) => {
+            // SAFETY: `cfg` is readable (this function's contract); the field is read as an
+            // integer of its own size, for which every bit pattern is valid.
+            unsafe { ptr::addr_of!((*cfg).$name).cast::<$int>().read() }
+        };
+    }
+    let workers = usize::try_from(field!(workers as u32)).ok()?;
+    // A bound past the address space is no bound.
+    let capacity = usize::try_from(field!(capacity as u64)).unwrap_or(usize::MAX);
+    let mut b = flock_core::Pool::builder()
+        .workers(workers)
+        .capacity(capacity)
+        .when_full(policy(field!(when_full as u32))?)
+        .spin_limit(field!(spin_limit as u32))
+        .pin_workers(field!(pin_workers as u8) != 0)
+        .track_latency(field!(track_latency as u8) != 0);
+    let block_timeout_ns = field!(block_timeout_ns as u64);
+    if block_timeout_ns != 0 {
+        b = b.block_timeout(Duration::from_nanos(block_timeout_ns));
+    }
+    if field!(fifo as u8) != 0 {
+        b = b.fifo();
+    }
+    let max_spawned_threads = field!(max_spawned_threads as u32);
+    if max_spawned_threads != 0 {
+        b = b.max_spawned_threads(usize::try_from(max_spawned_threads).ok()?);
+    }
+    let stack_size = field!(stack_size as u64);
+    if stack_size != 0 {
+        b = b.stack_size(usize::try_from(stack_size).ok()?);
+    }
+    Some(b)
+}
+
+/// Fills *cfg with the defaults listed on each field of flock_config_t. NULL is a no-op.
+///
+/// Ownership: the caller owns *cfg. Thread-safety: any thread; concurrent calls must not share
+/// one *cfg.
+///
+/// # Safety
+/// `cfg` is NULL or points to writable memory for a flock_config_t.
+#[no_mangle]
+pub unsafe extern "C" fn flock_config_init(cfg: *mut flock_config_t) {
+    ffi_panic_boundary! {
+        if cfg.is_null() {
+            return;
+        }
+        // SAFETY: not NULL (checked above) and writable per this function's contract; `write`
+        // does not read the (possibly uninitialized) old value.
+        unsafe { cfg.write(flock_config::defaults()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn when_full_values_match_the_enumeration() {
+        use flock_when_full::*;
+        for (v, p) in [
+            (FLOCK_WHEN_FULL_BLOCK, Backpressure::Block),
+            (FLOCK_WHEN_FULL_REJECT, Backpressure::Reject),
+            (FLOCK_WHEN_FULL_CALLER_RUNS, Backpressure::CallerRuns),
+            (FLOCK_WHEN_FULL_SPAWN_THREAD, Backpressure::SpawnThread),
+        ] {
+            assert_eq!(policy(v as u32), Some(p));
+        }
+        assert_eq!(policy(4), None);
+        assert_eq!(policy(u32::MAX), None);
+        assert_eq!(std::mem::size_of::<flock_when_full>(), 4);
+    }
+
+    #[test]
+    fn defaults_build_and_bad_enumerations_do_not() {
+        let cfg = flock_config::defaults();
+        assert!(cfg.workers >= 1);
+        assert_eq!(cfg.capacity, DEFAULT_CAPACITY as u64);
+        // SAFETY: a live, initialized config.
+        assert!(unsafe { builder_from(&cfg) }.is_some());
+        let mut bad = std::mem::MaybeUninit::new(cfg);
+        // SAFETY: overwrites the enumeration's 4 bytes with a value it has no variant for, as
+        // C may; the struct is then only read through `builder_from`, field by field.
+        unsafe {
+            std::ptr::addr_of_mut!((*bad.as_mut_ptr()).when_full)
+                .cast::<u32>()
+                .write(9)
+        };
+        // SAFETY: as above.
+        assert!(unsafe { builder_from(bad.as_ptr()) }.is_none());
+    }
+}

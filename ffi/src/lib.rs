@@ -1,0 +1,72 @@
+//! libflock: the C ABI of the flock work-stealing pool.
+//!
+//! This crate builds `libflock.so` and `libflock.a`; `include/flock.h` declares what they
+//! export (generated from this crate by a pinned cbindgen, see `ffi/README.md`) and
+//! `include/flock.hpp` wraps it for C++. It owns every `extern "C"` function and every raw
+//! pointer C hands in; the core crate (`flock`, imported here as `flock_core`) has no C in it.
+//!
+//! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `pool`
+//! (`flock_pool_t`, waiting and shutdown), `task` (submitting C callbacks), `stats`
+//! (`flock_stats_t`, `flock_worker_stats_t`), and `panic` (the boundary every export sits
+//! behind). Conventions, all checked by `ffi/tests`: every pointer argument is checked for
+//! NULL (`FLOCK_ERR_NULL`), out-parameters are written only on success, enumerations coming
+//! in from C are read as integers and range-checked, and no panic unwinds into C.
+#![deny(unsafe_op_in_unsafe_fn, missing_docs)]
+#![warn(rust_2018_idioms)]
+// The exported names are C's, not Rust's.
+#![allow(non_camel_case_types)]
+
+mod config;
+mod error;
+mod panic;
+mod pool;
+mod stats;
+mod task;
+
+pub use config::{
+    flock_config, flock_config_init, flock_config_t, flock_when_full, flock_when_full_t,
+};
+pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
+#[cfg(feature = "test-hooks")]
+pub use panic::flock_test_panic_next_call;
+pub use pool::{
+    flock_current_worker, flock_pool, flock_pool_free, flock_pool_new, flock_pool_t,
+    flock_shutdown, flock_shutdown_mode, flock_shutdown_mode_t, flock_wait, flock_wait_timeout,
+    ShutdownModeArg,
+};
+pub use stats::{
+    flock_latency_stats, flock_latency_stats_t, flock_stats, flock_stats_t, flock_worker_state,
+    flock_worker_state_t, flock_worker_stats, flock_worker_stats_t,
+};
+pub use task::{flock_submit, flock_submit_ex, flock_task_fail};
+
+use panic::ffi_panic_boundary;
+use std::ffi::c_char;
+
+/// The library's version, "MAJOR.MINOR.PATCH": a static NUL-terminated string, never NULL,
+/// that the caller must not free. Compare it with FLOCK_VERSION from the header to catch a
+/// program running against a different library than it was compiled with.
+///
+/// Thread-safety: any thread, any time.
+#[no_mangle]
+pub extern "C" fn flock_version() -> *const c_char {
+    ffi_panic_boundary! {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+
+    #[test]
+    fn the_header_version_is_the_library_version() {
+        // SAFETY: flock_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(super::flock_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+        // FLOCK_VERSION comes from ffi/cbindgen.toml (cbindgen cannot copy a Rust string).
+        let header = include_str!("../../include/flock.h");
+        let define = format!("#define FLOCK_VERSION \"{}\"", env!("CARGO_PKG_VERSION"));
+        assert!(header.contains(&define), "include/flock.h lacks `{define}`");
+    }
+}

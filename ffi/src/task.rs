@@ -1,0 +1,235 @@
+//! C tasks: `flock_submit`, `flock_submit_ex` and `flock_task_fail`.
+//!
+//! A C task is three words, (function, argument, drop callback), held by [`CTask`]. The closure
+//! handed to the core captures only that struct, so it is three words as well, and the core
+//! stores closures of up to three words inside the job itself: submitting a C task allocates
+//! nothing. `CTask`'s destructor calls the drop callback; running the task disarms it, and so
+//! does a refusal (the caller keeps ownership of the argument and learns so from the status).
+//! The only path left where the destructor fires is a task discarded unrun by
+//! `FLOCK_SHUTDOWN_NOW`, which is exactly when the drop callback is documented to run.
+
+use crate::error::flock_status_t;
+use crate::panic::ffi_panic_boundary;
+use crate::pool::{flock_pool_t, pool_ref};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+
+/// A C callback taking the task's argument. (Spelled out in the exported signatures rather
+/// than used there, so that cbindgen writes them as plain C function pointers.)
+type TaskFn = unsafe extern "C" fn(arg: *mut c_void);
+
+/// A C task. Dropping it unrun calls `drop(arg)`.
+struct CTask {
+    run: TaskFn,
+    arg: *mut c_void,
+    drop: Option<TaskFn>,
+}
+
+// SAFETY: the header requires of every submitted task that `fn(arg)` and `drop(arg)` may be
+// called from any thread (a worker, a helper thread, a thread calling flock_shutdown), which is
+// what moving a CTask to another thread amounts to.
+unsafe impl Send for CTask {}
+
+std::thread_local! {
+    /// The state of the C task running on this thread, for `flock_task_fail`: `None` outside a
+    /// C task, `Some(failed)` inside one. Tasks can nest on one thread (a task that submits
+    /// under FLOCK_WHEN_FULL_CALLER_RUNS runs the inner task inline), so `run` saves and
+    /// restores it.
+    static RUNNING: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// The panic payload that marks a C task as failed (see [`CTask::run`]).
+struct TaskFailed;
+
+impl CTask {
+    /// Runs the task, consuming it without calling its drop callback: `fn` owns `arg` now.
+    fn run(self) {
+        let this = ManuallyDrop::new(self);
+        let outer = RUNNING.with(|r| r.replace(Some(false)));
+        // SAFETY: `run` and `arg` are what the submitter passed, with the header's promise that
+        // `run(arg)` may be called once, from any thread. A C function does not unwind.
+        unsafe { (this.run)(this.arg) };
+        let failed = RUNNING.with(|r| r.replace(outer)) == Some(true);
+        if failed {
+            // The C frame has returned, so this unwinds through Rust frames only: from here to
+            // the core's per-task catch_unwind, which counts the task as panicked (in
+            // flock_stats_t.panicked and the worker's panicked). resume_unwind skips the panic
+            // hook, so nothing is printed for a failure the task reported on purpose.
+            std::panic::resume_unwind(Box::new(TaskFailed));
+        }
+    }
+}
+
+impl Drop for CTask {
+    fn drop(&mut self) {
+        if let Some(drop) = self.drop {
+            // SAFETY: the task will never run (it is dropped unrun), and the header promises
+            // `drop(arg)` may then be called once, from any thread.
+            unsafe { drop(self.arg) }
+        }
+    }
+}
+
+/// The closure the core runs for a C task. Its own function so that a test can check its size.
+fn into_closure(task: CTask) -> impl FnOnce() + Send + 'static {
+    move || task.run()
+}
+
+/// Submits `task` to the pool; refused tasks are disarmed and reported by their status.
+fn submit(pool: *mut flock_pool_t, task: CTask) -> flock_status_t {
+    // SAFETY: the header requires `pool` to be NULL or a live pool from flock_pool_new.
+    let pool = match unsafe { pool_ref(pool) } {
+        Ok(pool) => pool,
+        Err(status) => return status,
+    };
+    match pool.inner.submit(into_closure(task)) {
+        Ok(()) => flock_status_t::FLOCK_OK,
+        Err(refused) => {
+            let status = refused.reason().into();
+            // Disarm: the closure comes back unrun, and forgetting it forgets the CTask inside
+            // (its only field) without calling `drop(arg)`: the caller still owns `arg`. The
+            // task holds no Rust resources, so nothing leaks.
+            std::mem::forget(refused.into_inner());
+            status
+        }
+    }
+}
+
+/// Runs task(arg) on the pool, fire and forget. Same as flock_submit_ex with a NULL drop: see
+/// there for ownership, thread-safety and what happens after shutdown. Allocates nothing.
+///
+/// # Safety
+/// As for flock_submit_ex.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit(
+    pool: *mut flock_pool_t,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        let Some(run) = task else {
+            return flock_status_t::FLOCK_ERR_NULL;
+        };
+        submit(pool, CTask { run, arg, drop: None })
+    }
+}
+
+/// Runs task(arg) on the pool, fire and forget; allocates nothing.
+///
+/// From outside the pool the task joins the shared queue, subject to the pool's capacity and
+/// when_full policy: under FLOCK_WHEN_FULL_BLOCK this call may block; under
+/// FLOCK_WHEN_FULL_CALLER_RUNS it may run task(arg) itself before returning. From inside one
+/// of the pool's tasks the task goes to that worker's own queue: never refused, never blocking.
+///
+/// Returns FLOCK_OK when the task was accepted: it will run exactly once, or, if
+/// flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
+/// exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
+/// task owns arg from then on. A task can report that it failed with flock_task_fail.
+/// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused:
+/// neither task nor drop is called, and the caller still owns arg. FLOCK_ERR_NULL when pool
+/// or task is NULL (arg may be NULL: it is passed through untouched).
+///
+/// After shutdown (or while it is under way): FLOCK_ERR_SHUTDOWN.
+///
+/// Thread-safety: any number of threads, and the pool's own tasks, may submit to one pool at
+/// once, concurrently with flock_wait, flock_stats and flock_shutdown, but not with or after
+/// flock_pool_free of that pool. task and drop are called on any thread (a worker, a helper
+/// thread, the submitting thread, or a thread calling flock_shutdown), so arg must be usable
+/// from any thread. Neither callback may unwind (a C++ exception or a longjmp out of it is
+/// undefined behaviour: catch inside, and report with flock_task_fail).
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions
+/// that may be called with `arg` as described above.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_ex(
+    pool: *mut flock_pool_t,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+    drop: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        let Some(run) = task else {
+            return flock_status_t::FLOCK_ERR_NULL;
+        };
+        submit(pool, CTask { run, arg, drop })
+    }
+}
+
+/// Marks the flock task running on the calling thread as failed. When its function returns,
+/// the pool counts it in flock_stats_t.panicked (and its worker's panicked) instead of
+/// completed, exactly as a panicking Rust task; nothing is printed. The C++ wrapper
+/// (flock.hpp) calls this when a task throws. Calling it more than once in one task counts
+/// once.
+///
+/// Returns FLOCK_OK, or FLOCK_ERR_INVALID_ARGUMENT (and does nothing) when the calling thread
+/// is not running a flock task function right now.
+///
+/// Thread-safety: affects only the task on the calling thread.
+#[no_mangle]
+pub extern "C" fn flock_task_fail() -> flock_status_t {
+    ffi_panic_boundary! {
+        RUNNING.with(|r| match r.get() {
+            Some(_) => {
+                r.set(Some(true));
+                flock_status_t::FLOCK_OK
+            }
+            None => flock_status_t::FLOCK_ERR_INVALID_ARGUMENT,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of_val;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn count_run(_: *mut c_void) {
+        RAN.fetch_add(1, Ordering::SeqCst);
+    }
+
+    unsafe extern "C" fn count_drop(_: *mut c_void) {
+        DROPPED.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn task() -> CTask {
+        CTask {
+            run: count_run,
+            arg: std::ptr::null_mut(),
+            drop: Some(count_drop),
+        }
+    }
+
+    #[test]
+    fn the_closure_fits_inline_in_a_job() {
+        // The core stores closures of up to three words inside the job (no allocation).
+        let closure = into_closure(task());
+        assert!(size_of_val(&closure) <= 3 * size_of::<usize>());
+        assert_eq!(size_of_val(&closure), 24);
+        assert!(std::mem::align_of_val(&closure) <= std::mem::align_of::<usize>());
+        std::mem::forget(closure);
+    }
+
+    #[test]
+    fn running_skips_drop_and_dropping_unrun_calls_it_once() {
+        let (r0, d0) = (RAN.load(Ordering::SeqCst), DROPPED.load(Ordering::SeqCst));
+        into_closure(task())();
+        std::mem::forget(into_closure(task())); // what a refusal does
+        drop(into_closure(task()));
+        assert_eq!(RAN.load(Ordering::SeqCst) - r0, 1);
+        assert_eq!(DROPPED.load(Ordering::SeqCst) - d0, 1);
+    }
+
+    #[test]
+    fn task_fail_outside_a_task_is_refused() {
+        assert_eq!(
+            flock_task_fail(),
+            flock_status_t::FLOCK_ERR_INVALID_ARGUMENT
+        );
+    }
+}

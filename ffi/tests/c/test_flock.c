@@ -1,0 +1,710 @@
+/*
+ * The C test suite of libflock: every exported function, every pointer parameter given NULL,
+ * exact counts through flock_stats. Built against a library with the `test-hooks` feature
+ * (FLOCK_TEST_HOOKS) by ffi/tests/driver.sh, and run plain, under valgrind and under ASan.
+ *
+ * FLOCK_TEST_SCALE=n divides the big iteration counts by n (valgrind is slow).
+ * Prints one line per test and a closing "N passed, M failed"; exits non-zero on a failure.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "flock.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int test_failed;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            test_failed = 1;                                                          \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                \
+    do {                                                                              \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                              \
+        if (a_ != b_) {                                                               \
+            fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", \
+                    __FILE__, __LINE__, #a, a_, #b, b_);                              \
+            test_failed = 1;                                                          \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_STATUS(expr, want)                                                       \
+    do {                                                                              \
+        flock_status_t got_ = (expr);                                                 \
+        if (got_ != (want)) {                                                         \
+            fprintf(stderr, "  %s:%d: %s returned %d (%s), expected %s\n", __FILE__,   \
+                    __LINE__, #expr, (int)got_, flock_status_str(got_), #want);       \
+            test_failed = 1;                                                          \
+        }                                                                             \
+    } while (0)
+
+static uint64_t scale = 1;
+
+static uint64_t scaled(uint64_t n) {
+    uint64_t s = n / scale;
+    return s ? s : 1;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- small task helpers ------------------------------------------------------------- */
+
+static void count_task(void *arg) { atomic_fetch_add((atomic_uint_fast64_t *)arg, 1); }
+
+/* A task that holds its worker until the gate opens. */
+typedef struct {
+    atomic_int started;
+    atomic_int open;
+} gate_t;
+
+static void gate_task(void *arg) {
+    gate_t *g = arg;
+    atomic_store(&g->started, 1);
+    while (!atomic_load(&g->open)) sleep_ms(1);
+}
+
+static void gate_wait_started(gate_t *g) {
+    while (!atomic_load(&g->started)) sleep_ms(1);
+}
+
+static flock_pool_t *new_pool(uint32_t workers, uint64_t capacity, flock_when_full_t when_full) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = workers;
+    cfg.capacity = capacity;
+    cfg.when_full = when_full;
+    flock_pool_t *pool = NULL;
+    flock_status_t st = flock_pool_new(&cfg, &pool);
+    if (st != FLOCK_OK) {
+        fprintf(stderr, "  flock_pool_new: %s\n", flock_status_str(st));
+        abort();
+    }
+    return pool;
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void test_version_and_status_strings(void) {
+    CHECK(strcmp(flock_version(), FLOCK_VERSION) == 0);
+    /* Stable, explicit values. */
+    CHECK_EQ(FLOCK_OK, 0);
+    CHECK_EQ(FLOCK_ERR_NULL, 1);
+    CHECK_EQ(FLOCK_ERR_INVALID_CONFIG, 2);
+    CHECK_EQ(FLOCK_ERR_FULL, 3);
+    CHECK_EQ(FLOCK_ERR_SHUTDOWN, 4);
+    CHECK_EQ(FLOCK_ERR_TIMEOUT, 5);
+    CHECK_EQ(FLOCK_ERR_WOULD_DEADLOCK, 6);
+    CHECK_EQ(FLOCK_ERR_THREAD_SPAWN, 7);
+    CHECK_EQ(FLOCK_ERR_PANIC, 8);
+    CHECK_EQ(FLOCK_ERR_INVALID_ARGUMENT, 9);
+    for (int i = 0; i <= 9; i++) {
+        const char *s = flock_status_str((flock_status_t)i);
+        CHECK(s != NULL && s[0] != '\0');
+        for (int j = 0; j < i; j++) CHECK(strcmp(s, flock_status_str((flock_status_t)j)) != 0);
+    }
+    CHECK(strcmp(flock_status_str((flock_status_t)10), "unknown flock status") == 0);
+    CHECK(strcmp(flock_status_str((flock_status_t)-1), "unknown flock status") == 0);
+}
+
+static void test_config_init_and_defaults(void) {
+    flock_config_t cfg;
+    memset(&cfg, 0xAB, sizeof cfg);
+    flock_config_init(&cfg);
+    CHECK(cfg.workers >= 1);
+    CHECK_EQ(cfg.capacity, 65536);
+    CHECK_EQ(cfg.when_full, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_EQ(cfg.block_timeout_ns, 0);
+    CHECK(!cfg.fifo && !cfg.pin_workers && !cfg.track_latency);
+    CHECK_EQ(cfg.spin_limit, 20);
+    CHECK_EQ(cfg.max_spawned_threads, 0);
+    CHECK_EQ(cfg.stack_size, 0);
+    flock_config_init(NULL); /* a no-op */
+
+    /* NULL config: every default. */
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(NULL, &pool), FLOCK_OK);
+    CHECK(pool != NULL);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.workers, cfg.workers);
+    CHECK_EQ(s.capacity, 65536);
+    flock_pool_free(pool);
+}
+
+static void test_invalid_config(void) {
+    flock_config_t cfg;
+    flock_pool_t *sentinel = (flock_pool_t *)&cfg, *pool = sentinel;
+
+    flock_config_init(&cfg);
+    cfg.workers = 0;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel); /* out untouched on error */
+
+    flock_config_init(&cfg);
+    cfg.capacity = 0;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+
+    flock_config_init(&cfg);
+    cfg.workers = 70000;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+
+    flock_config_init(&cfg);
+    cfg.when_full = (flock_when_full_t)42; /* not a constant: checked, not trusted */
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel);
+}
+
+static void noop(void *arg) { (void)arg; }
+
+static void test_null_pointers(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t n = 0;
+
+    CHECK_STATUS(flock_pool_new(NULL, NULL), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit(NULL, count_task, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit(pool, NULL, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_ex(NULL, count_task, &n, noop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_ex(pool, NULL, &n, noop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_wait(NULL), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_wait_timeout(NULL, 1000), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_shutdown(NULL, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_ERR_NULL);
+
+    flock_stats_t s, pattern;
+    memset(&s, 0xAB, sizeof s);
+    memcpy(&pattern, &s, sizeof s);
+    CHECK_STATUS(flock_stats(NULL, &s), FLOCK_ERR_NULL);
+    CHECK(memcmp(&s, &pattern, sizeof s) == 0);
+    CHECK_STATUS(flock_stats(pool, NULL), FLOCK_ERR_NULL);
+
+    flock_worker_stats_t w, wpattern;
+    memset(&w, 0xAB, sizeof w);
+    memcpy(&wpattern, &w, sizeof w);
+    CHECK_STATUS(flock_worker_stats(NULL, 0, &w), FLOCK_ERR_NULL);
+    CHECK(memcmp(&w, &wpattern, sizeof w) == 0);
+    CHECK_STATUS(flock_worker_stats(pool, 0, NULL), FLOCK_ERR_NULL);
+
+    /* Allowed NULLs: arg, drop, dropped_out, flock_pool_free(NULL). */
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, count_task, &n, NULL), FLOCK_OK);
+    flock_pool_free(NULL);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    flock_pool_free(pool);
+}
+
+#define SUBMITTERS 8
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_uint_fast64_t *counter;
+    uint64_t tasks;
+    uint64_t failures;
+} submitter_t;
+
+static void *submitter(void *arg) {
+    submitter_t *s = arg;
+    for (uint64_t i = 0; i < s->tasks; i++)
+        if (flock_submit(s->pool, count_task, s->counter) != FLOCK_OK) s->failures++;
+    return NULL;
+}
+
+static void test_many_threads_exact_counts(void) {
+    flock_pool_t *pool = new_pool(4, 65536, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t counter = 0;
+    uint64_t per_thread = scaled(100000);
+    pthread_t threads[SUBMITTERS];
+    submitter_t args[SUBMITTERS];
+    for (int i = 0; i < SUBMITTERS; i++) {
+        args[i] = (submitter_t){pool, &counter, per_thread, 0};
+        CHECK(pthread_create(&threads[i], NULL, submitter, &args[i]) == 0);
+    }
+    for (int i = 0; i < SUBMITTERS; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK_EQ(args[i].failures, 0);
+    }
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    uint64_t total = per_thread * SUBMITTERS;
+    CHECK_EQ(atomic_load(&counter), total);
+
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, total);
+    CHECK_EQ(s.completed, total);
+    CHECK_EQ(s.panicked, 0);
+    CHECK_EQ(s.rejected, 0);
+    CHECK_EQ(s.dropped, 0);
+    CHECK_EQ(s.in_flight, 0);
+    CHECK_EQ(s.queued, 0);
+    CHECK_EQ(s.workers, 4);
+    uint64_t executed = 0;
+    for (uint32_t i = 0; i < s.workers; i++) {
+        flock_worker_stats_t w;
+        CHECK_STATUS(flock_worker_stats(pool, i, &w), FLOCK_OK);
+        CHECK_EQ(w.index, i);
+        CHECK_EQ(w.pinned_core, -1);
+        executed += w.executed;
+    }
+    CHECK_EQ(executed, total);
+    flock_pool_free(pool);
+}
+
+/* ---- drop callbacks under FLOCK_SHUTDOWN_NOW ---------------------------------------- */
+
+typedef struct {
+    atomic_int ran;
+    atomic_int dropped;
+} slot_t;
+
+static void slot_run(void *arg) { atomic_fetch_add(&((slot_t *)arg)->ran, 1); }
+static void slot_drop(void *arg) { atomic_fetch_add(&((slot_t *)arg)->dropped, 1); }
+
+typedef struct {
+    flock_pool_t *pool;
+    gate_t *gate;
+    slot_t probe;
+} opener_t;
+
+/* Opens the gate once the pool refuses submits, i.e. once FLOCK_SHUTDOWN_NOW has begun: every
+ * task queued behind the gate is then certain to be discarded, not run. */
+static void *open_after_shutdown_began(void *arg) {
+    opener_t *o = arg;
+    while (flock_submit_ex(o->pool, slot_run, &o->probe, slot_drop) == FLOCK_OK) sleep_ms(1);
+    atomic_store(&o->gate->open, 1);
+    return NULL;
+}
+
+static void test_submit_ex_drop_once_under_shutdown_now(void) {
+    flock_pool_t *pool = new_pool(1, 1 << 20, FLOCK_WHEN_FULL_BLOCK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+
+    enum { K = 1000 };
+    static slot_t slots[K];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < K; i++) CHECK_STATUS(flock_submit_ex(pool, slot_run, &slots[i], slot_drop), FLOCK_OK);
+
+    opener_t opener = {pool, &gate, {0, 0}};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, open_after_shutdown_began, &opener) == 0);
+    uint64_t dropped = 12345;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, &dropped), FLOCK_OK);
+    pthread_join(t, NULL);
+
+    for (int i = 0; i < K; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), 0);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 1);
+    }
+    /* Probes accepted before the shutdown began were discarded too. */
+    int probes = atomic_load(&opener.probe.dropped);
+    CHECK_EQ(atomic_load(&opener.probe.ran), 0);
+    CHECK_EQ(dropped, (uint64_t)(K + probes));
+
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.dropped, (uint64_t)(K + probes));
+    CHECK_EQ(s.completed, 1); /* the gate */
+    CHECK_EQ(s.submitted, (uint64_t)(1 + K + probes));
+    CHECK_EQ(s.rejected_shutdown, 1); /* the opener's last probe */
+    CHECK_EQ(s.in_flight, 0);
+
+    /* After shutdown: refused, drop not called, the caller keeps arg. */
+    slot_t late = {0, 0};
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &late, slot_drop), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(atomic_load(&late.ran) + atomic_load(&late.dropped), 0);
+    /* A second shutdown is fine and reports the same total. */
+    dropped = 0;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, &dropped), FLOCK_OK);
+    CHECK_EQ(dropped, (uint64_t)(K + probes));
+    flock_pool_free(pool);
+    /* Freeing never calls drop again. */
+    for (int i = 0; i < K; i++) CHECK_EQ(atomic_load(&slots[i].dropped), 1);
+}
+
+/* ---- waiting from inside a task ----------------------------------------------------- */
+
+typedef struct {
+    flock_pool_t *pool;
+    flock_status_t wait, wait_timeout, shutdown;
+    int32_t worker;
+} inside_t;
+
+static void wait_inside(void *arg) {
+    inside_t *in = arg;
+    in->wait = flock_wait(in->pool);
+    in->wait_timeout = flock_wait_timeout(in->pool, 1000000000ull);
+    in->shutdown = flock_shutdown(in->pool, FLOCK_SHUTDOWN_GRACEFUL, NULL);
+    in->worker = flock_current_worker();
+}
+
+static void test_wait_inside_task_would_deadlock(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    inside_t in = {pool, FLOCK_OK, FLOCK_OK, FLOCK_OK, -7};
+    CHECK_STATUS(flock_submit(pool, wait_inside, &in), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(in.wait, FLOCK_ERR_WOULD_DEADLOCK);
+    CHECK_STATUS(in.wait_timeout, FLOCK_ERR_WOULD_DEADLOCK);
+    CHECK_STATUS(in.shutdown, FLOCK_ERR_WOULD_DEADLOCK);
+    CHECK(in.worker == 0 || in.worker == 1);
+    CHECK_EQ(flock_current_worker(), -1);
+    /* Nothing changed: the pool still takes tasks. */
+    atomic_uint_fast64_t n = 0;
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    flock_pool_free(pool);
+}
+
+/* ---- backpressure ------------------------------------------------------------------- */
+
+static void test_reject_when_full(void) {
+    flock_pool_t *pool = new_pool(1, 4, FLOCK_WHEN_FULL_REJECT);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    slot_t slots[5];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < 4; i++) CHECK_STATUS(flock_submit_ex(pool, slot_run, &slots[i], slot_drop), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &slots[4], slot_drop), FLOCK_ERR_FULL);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), 1);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 0);
+    }
+    /* The refused task: neither run nor dropped; the caller still owns it. */
+    CHECK_EQ(atomic_load(&slots[4].ran) + atomic_load(&slots[4].dropped), 0);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 5);
+    CHECK_EQ(s.completed, 5);
+    CHECK_EQ(s.rejected, 1);
+    CHECK_EQ(s.rejected_full, 1);
+    CHECK_EQ(s.capacity, 4);
+    flock_pool_free(pool);
+}
+
+static void test_block_timeout(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 1;
+    cfg.capacity = 1;
+    cfg.when_full = FLOCK_WHEN_FULL_BLOCK;
+    cfg.block_timeout_ns = 20 * 1000 * 1000;
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    atomic_uint_fast64_t n = 0;
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_ERR_TIMEOUT);
+    CHECK_STATUS(flock_wait_timeout(pool, 10 * 1000 * 1000), FLOCK_ERR_TIMEOUT);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait_timeout(pool, 30ull * 1000 * 1000 * 1000), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.rejected_timeout, 1);
+    CHECK_EQ(s.completed, 2);
+    flock_pool_free(pool);
+}
+
+typedef struct {
+    atomic_int ran;
+    int32_t worker;
+} where_t;
+
+static void record_worker(void *arg) {
+    where_t *w = arg;
+    w->worker = flock_current_worker();
+    atomic_store(&w->ran, 1);
+}
+
+static void test_caller_runs_and_spawn_thread(void) {
+    flock_when_full_t policies[2] = {FLOCK_WHEN_FULL_CALLER_RUNS, FLOCK_WHEN_FULL_SPAWN_THREAD};
+    for (int p = 0; p < 2; p++) {
+        flock_pool_t *pool = new_pool(1, 1, policies[p]);
+        gate_t gate = {0, 0};
+        CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+        gate_wait_started(&gate);
+        atomic_uint_fast64_t n = 0;
+        CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK); /* fills the queue */
+        where_t w = {0, -7};
+        CHECK_STATUS(flock_submit(pool, record_worker, &w), FLOCK_OK);
+        if (policies[p] == FLOCK_WHEN_FULL_CALLER_RUNS) CHECK_EQ(atomic_load(&w.ran), 1); /* inline */
+        atomic_store(&gate.open, 1);
+        CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+        CHECK_EQ(atomic_load(&w.ran), 1);
+        CHECK_EQ(w.worker, -1); /* neither the caller nor a helper thread is a worker */
+        flock_stats_t s;
+        CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+        CHECK_EQ(s.completed, 3);
+        CHECK_EQ(s.caller_runs, p == 0 ? 1 : 0);
+        CHECK_EQ(s.spawned_thread, p == 1 ? 1 : 0);
+        flock_pool_free(pool);
+    }
+}
+
+/* ---- tasks submitting tasks ---------------------------------------------------------- */
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_uint_fast64_t children;
+    atomic_int bad_status;
+} parent_t;
+
+static void child_task(void *arg) { atomic_fetch_add(&((parent_t *)arg)->children, 1); }
+
+static void parent_task(void *arg) {
+    parent_t *p = arg;
+    for (int i = 0; i < 100; i++)
+        if (flock_submit(p->pool, child_task, p) != FLOCK_OK) atomic_fetch_add(&p->bad_status, 1);
+}
+
+static void test_nested_submit(void) {
+    /* Capacity 1 and REJECT: a task's own submits are never refused. */
+    flock_pool_t *pool = new_pool(2, 1, FLOCK_WHEN_FULL_REJECT);
+    parent_t p = {pool, 0, 0};
+    CHECK_STATUS(flock_submit(pool, parent_task, &p), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&p.children), 100);
+    CHECK_EQ(atomic_load(&p.bad_status), 0);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 101);
+    CHECK_EQ(s.completed, 101);
+    CHECK_EQ(s.rejected, 0);
+    CHECK_EQ(s.local_pushes, 100);
+    flock_pool_free(pool);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------ */
+
+static void test_graceful_shutdown(void) {
+    flock_pool_t *pool = new_pool(2, 1 << 20, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t n = 0;
+    uint64_t tasks = scaled(10000);
+    for (uint64_t i = 0; i < tasks; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_shutdown(pool, (flock_shutdown_mode_t)7, NULL), FLOCK_ERR_INVALID_ARGUMENT);
+    uint64_t dropped = 99;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, &dropped), FLOCK_OK);
+    CHECK_EQ(dropped, 0);
+    CHECK_EQ(atomic_load(&n), tasks); /* every accepted task ran before shutdown returned */
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_ERR_SHUTDOWN);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(flock_wait_timeout(pool, 0), FLOCK_OK);
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.completed, tasks);
+    CHECK_EQ(s.rejected_shutdown, 1);
+    for (uint32_t i = 0; i < 2; i++) {
+        flock_worker_stats_t w;
+        CHECK_STATUS(flock_worker_stats(pool, i, &w), FLOCK_OK);
+        CHECK_EQ(w.state, FLOCK_WORKER_STOPPED);
+    }
+    flock_pool_free(pool);
+    CHECK_EQ(atomic_load(&n), tasks);
+}
+
+/* free is graceful: every accepted task runs before it returns. */
+static void test_free_is_graceful(void) {
+    flock_pool_t *pool = new_pool(2, 1 << 20, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t n = 0;
+    uint64_t tasks = scaled(10000);
+    for (uint64_t i = 0; i < tasks; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    flock_pool_free(pool);
+    CHECK_EQ(atomic_load(&n), tasks);
+}
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_int freed;
+} freer_t;
+
+static void free_inside(void *arg) {
+    freer_t *f = arg;
+    flock_pool_free(f->pool); /* closes without joining, returns at once */
+    atomic_store(&f->freed, 1);
+}
+
+static void test_free_inside_own_task(void) {
+    freer_t f = {new_pool(2, 64, FLOCK_WHEN_FULL_BLOCK), 0};
+    CHECK_STATUS(flock_submit(f.pool, free_inside, &f), FLOCK_OK);
+    while (!atomic_load(&f.freed)) sleep_ms(1);
+    sleep_ms(50); /* let the detached workers exit */
+}
+
+/* ---- stats details ------------------------------------------------------------------- */
+
+static void test_worker_stats_and_current_worker(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_EQ(flock_current_worker(), -1);
+    where_t w = {0, -7};
+    CHECK_STATUS(flock_submit(pool, record_worker, &w), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK(w.worker == 0 || w.worker == 1);
+    flock_worker_stats_t ws, pattern;
+    memset(&ws, 0xCD, sizeof ws);
+    memcpy(&pattern, &ws, sizeof ws);
+    CHECK_STATUS(flock_worker_stats(pool, 2, &ws), FLOCK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(flock_worker_stats(pool, UINT32_MAX, &ws), FLOCK_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(&ws, &pattern, sizeof ws) == 0);
+    CHECK_STATUS(flock_worker_stats(pool, (uint32_t)w.worker, &ws), FLOCK_OK);
+    CHECK_EQ(ws.index, (uint32_t)w.worker);
+    CHECK_EQ(ws.executed, 1);
+    CHECK_EQ(ws.panicked, 0);
+    CHECK(ws.state <= FLOCK_WORKER_STOPPED);
+    flock_pool_free(pool);
+}
+
+static void test_latency(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 2;
+    cfg.track_latency = true;
+    cfg.fifo = true;
+    cfg.spin_limit = 0;
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    atomic_uint_fast64_t n = 0;
+    for (int i = 0; i < 100; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK(s.track_latency);
+    CHECK_EQ(s.run_time.count, 100);
+    CHECK_EQ(s.queue_wait.count, 100);
+    CHECK(s.run_time.max_ns >= s.run_time.p50_ns || s.run_time.p50_ns > 0);
+    CHECK(s.uptime_ns > 0);
+    flock_pool_free(pool);
+
+    /* Without track_latency the figures are zero. */
+    pool = new_pool(1, 16, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK(!s.track_latency);
+    CHECK_EQ(s.run_time.count, 0);
+    flock_pool_free(pool);
+}
+
+/* ---- failures and panics ------------------------------------------------------------- */
+
+static void failing_task(void *arg) {
+    flock_status_t *st = arg;
+    *st = flock_task_fail();
+    flock_task_fail(); /* twice counts once */
+}
+
+static void test_task_fail_counts_as_panicked(void) {
+    flock_pool_t *pool = new_pool(1, 16, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_STATUS(flock_task_fail(), FLOCK_ERR_INVALID_ARGUMENT); /* not in a task */
+    flock_status_t inside = FLOCK_ERR_NULL;
+    atomic_uint_fast64_t n = 0;
+    CHECK_STATUS(flock_submit(pool, failing_task, &inside), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(inside, FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 2);
+    CHECK_EQ(s.completed, 1);
+    CHECK_EQ(s.panicked, 1);
+    flock_worker_stats_t w;
+    CHECK_STATUS(flock_worker_stats(pool, 0, &w), FLOCK_OK);
+    CHECK_EQ(w.panicked, 1);
+    CHECK_EQ(w.executed, 2);
+    flock_pool_free(pool);
+}
+
+static void test_forced_panic_comes_back_as_status(void) {
+    flock_pool_t *pool = new_pool(1, 16, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t n = 0;
+
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_ERR_PANIC);
+
+    flock_stats_t s, pattern;
+    memset(&s, 0xEE, sizeof s);
+    memcpy(&pattern, &s, sizeof s);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_ERR_PANIC);
+    CHECK(memcmp(&s, &pattern, sizeof s) == 0); /* out not written */
+
+    flock_pool_t *other = (flock_pool_t *)&s;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_pool_new(NULL, &other), FLOCK_ERR_PANIC);
+    CHECK(other == (flock_pool_t *)&s);
+
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_wait(pool), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, NULL), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_EQ(flock_current_worker(), -1);
+    flock_test_panic_next_call();
+    CHECK(strcmp(flock_status_str(FLOCK_OK), "flock: internal panic") == 0);
+    flock_test_panic_next_call();
+    flock_config_init(NULL); /* void: just returns */
+
+    /* The process lives, the pool is intact, nothing ran, and the hook is disarmed. */
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 1);
+    CHECK_EQ(s.completed, 1);
+    flock_pool_free(pool);
+}
+
+int main(void) {
+    const char *env = getenv("FLOCK_TEST_SCALE");
+    if (env && atoi(env) > 0) scale = (uint64_t)atoi(env);
+    printf("libflock %s, C test suite (scale 1/%" PRIu64 ")\n", flock_version(), scale);
+
+    int passed = 0, failed = 0;
+#define RUN(test)                                        \
+    do {                                                 \
+        test_failed = 0;                                 \
+        test();                                          \
+        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", #test); \
+        fflush(stdout);                                  \
+        if (test_failed) failed++; else passed++;        \
+    } while (0)
+
+    RUN(test_version_and_status_strings);
+    RUN(test_config_init_and_defaults);
+    RUN(test_invalid_config);
+    RUN(test_null_pointers);
+    RUN(test_many_threads_exact_counts);
+    RUN(test_submit_ex_drop_once_under_shutdown_now);
+    RUN(test_wait_inside_task_would_deadlock);
+    RUN(test_reject_when_full);
+    RUN(test_block_timeout);
+    RUN(test_caller_runs_and_spawn_thread);
+    RUN(test_nested_submit);
+    RUN(test_graceful_shutdown);
+    RUN(test_free_is_graceful);
+    RUN(test_free_inside_own_task);
+    RUN(test_worker_stats_and_current_worker);
+    RUN(test_latency);
+    RUN(test_task_fail_counts_as_panicked);
+    RUN(test_forced_panic_comes_back_as_status);
+
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,207 @@
+// Tests of include/flock.hpp, the C++17 RAII wrapper. Run by ffi/tests/driver.sh (plain,
+// valgrind, ASan). Prints one line per test and a closing "N passed, M failed".
+#include "flock.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+static bool test_failed;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            std::fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            test_failed = true;                                                      \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                   \
+    do {                                                                                 \
+        auto a_ = static_cast<uint64_t>(a);                                              \
+        auto b_ = static_cast<uint64_t>(b);                                              \
+        if (a_ != b_) {                                                                  \
+            std::fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %" PRIu64 "\n", __FILE__, \
+                         __LINE__, #a, a_, b_);                                          \
+            test_failed = true;                                                          \
+        }                                                                                \
+    } while (0)
+
+static_assert(!std::is_copy_constructible_v<flock::pool>, "pool is move-only");
+static_assert(!std::is_copy_assignable_v<flock::pool>, "pool is move-only");
+static_assert(std::is_nothrow_move_constructible_v<flock::pool>, "pool moves without throwing");
+static_assert(std::is_nothrow_move_assignable_v<flock::pool>, "pool moves without throwing");
+
+static uint64_t scale = 1;
+
+static void test_lambdas_and_exact_counts() {
+    flock::pool pool(flock::config().workers(4));
+    std::atomic<uint64_t> n{0};
+    const uint64_t per_thread = 20000 / scale;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++)
+        threads.emplace_back([&] {
+            for (uint64_t i = 0; i < per_thread; i++) pool.submit([&n] { n++; });  // inline path
+        });
+    for (auto& t : threads) t.join();
+    pool.wait();
+    CHECK_EQ(n.load(), 4 * per_thread);
+    auto s = pool.stats();
+    CHECK_EQ(s.submitted, 4 * per_thread);
+    CHECK_EQ(s.completed, 4 * per_thread);
+    CHECK_EQ(s.panicked, 0);
+    CHECK_EQ(pool.workers(), 4);
+}
+
+static void test_heap_callables_run_once_and_are_freed() {
+    std::atomic<int> ran{0};
+    auto token = std::make_shared<int>(7);
+    {
+        flock::pool pool(flock::config().workers(2));
+        for (int i = 0; i < 100; i++) {
+            std::string text = "captured " + std::to_string(i);  // not trivially copyable
+            pool.submit([&ran, token, text] {
+                if (*token == 7 && !text.empty()) ran++;
+            });
+        }
+    }  // the destructor is graceful: every task ran, then joined
+    CHECK_EQ(ran.load(), 100);
+    CHECK_EQ(token.use_count(), 1);  // every copy destroyed
+}
+
+static void test_exceptions_count_as_panicked() {
+    flock::pool pool(flock::config().workers(1));
+    std::atomic<int> after{0};
+    pool.submit([] { throw std::runtime_error("task failed"); });
+    auto big = std::make_unique<int>(1);
+    pool.submit([p = std::shared_ptr<int>(std::move(big))] { throw *p; });  // heap path
+    pool.submit([&after] { after++; });
+    pool.wait();
+    CHECK_EQ(after.load(), 1);
+    auto s = pool.stats();
+    CHECK_EQ(s.panicked, 2);
+    CHECK_EQ(s.completed, 1);
+    CHECK_EQ(pool.worker_stats(0).panicked, 2);
+}
+
+static void test_errors_throw() {
+    bool threw = false;
+    try {
+        flock::pool bad(flock::config().workers(0));
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_INVALID_CONFIG;
+    }
+    CHECK(threw);
+
+    flock::pool pool(flock::config().workers(1));
+    std::atomic<int> status{-1};
+    pool.submit([&pool, &status] {
+        try {
+            pool.wait();
+            status = 0;
+        } catch (const flock::error& e) {
+            status = e.status();
+        }
+    });
+    pool.wait();
+    CHECK_EQ(status.load(), FLOCK_ERR_WOULD_DEADLOCK);
+    CHECK(pool.wait_for(std::chrono::seconds(10)));
+
+    threw = false;
+    try {
+        pool.worker_stats(5);
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_INVALID_ARGUMENT;
+    }
+    CHECK(threw);
+
+    CHECK_EQ(pool.shutdown(), 0);
+    auto heap = std::make_shared<int>(1);
+    CHECK_EQ(pool.try_submit([heap] { (void)heap; }), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(heap.use_count(), 1);  // the refused callable was destroyed, not leaked
+    threw = false;
+    try {
+        pool.submit([] {});
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_SHUTDOWN;
+    }
+    CHECK(threw);
+}
+
+static void test_shutdown_now_destroys_unrun_callables() {
+    flock::pool pool(flock::config().workers(1));
+    std::atomic<bool> started{false}, go{false};
+    pool.submit([&] {
+        started = true;
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto token = std::make_shared<int>(0);
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 50; i++) pool.submit([token, &ran] { ran++; });
+    CHECK_EQ(token.use_count(), 51);
+    std::thread opener([&] {
+        // Open the gate once the pool refuses submits: the shutdown has begun.
+        while (pool.try_submit([] {}) == FLOCK_OK) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        go = true;
+    });
+    uint64_t dropped = pool.shutdown(FLOCK_SHUTDOWN_NOW);
+    opener.join();
+    CHECK_EQ(ran.load(), 0);
+    CHECK(dropped >= 50);
+    CHECK_EQ(token.use_count(), 1);  // each discarded callable destroyed exactly once
+}
+
+static void test_move_only_ownership() {
+    flock::pool a(flock::config().workers(1));
+    std::atomic<int> n{0};
+    a.submit([&n] { n++; });
+    flock::pool b(std::move(a));
+    b.wait();
+    CHECK_EQ(n.load(), 1);
+    CHECK(a.native_handle() == nullptr);
+    bool threw = false;
+    try {
+        a.wait();
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_NULL;
+    }
+    CHECK(threw);
+    flock::pool c(flock::config().workers(1));
+    c = std::move(b);  // frees c's pool, takes b's
+    c.submit([&n] { n++; });
+    c.wait();
+    CHECK_EQ(n.load(), 2);
+    CHECK_EQ(flock::current_worker(), -1);
+}
+
+int main() {
+    if (const char* env = std::getenv("FLOCK_TEST_SCALE"); env && std::atoi(env) > 0)
+        scale = static_cast<uint64_t>(std::atoi(env));
+    std::printf("libflock %s, C++ wrapper tests (scale 1/%" PRIu64 ")\n", flock_version(), scale);
+    int passed = 0, failed = 0;
+#define RUN(test)                                                   \
+    do {                                                            \
+        test_failed = false;                                        \
+        test();                                                     \
+        std::printf("%s %s\n", test_failed ? "FAIL" : "ok  ", #test); \
+        std::fflush(stdout);                                        \
+        (test_failed ? failed : passed)++;                          \
+    } while (0)
+    RUN(test_lambdas_and_exact_counts);
+    RUN(test_heap_callables_run_once_and_are_freed);
+    RUN(test_exceptions_count_as_panicked);
+    RUN(test_errors_throw);
+    RUN(test_shutdown_now_destroys_unrun_callables);
+    RUN(test_move_only_ownership);
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
