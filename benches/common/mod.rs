@@ -1,0 +1,157 @@
+//! Shared by every bench in `benches/` and by `examples/bench_report.rs`: the pools under test
+//! behind one trait ([`peers`]), the workload bodies ([`workloads`]), and the small tools they
+//! need (a countdown latch, a calibrated spin, CPU-time readings).
+//!
+//! Every pool gets the same worker count ([`workers`]) and the same task bodies. flock waits
+//! with `Pool::wait()`; a pool with no "wait for all" has its tasks count down one shared
+//! [`CountDown`] (an atomic counter; the last task to finish takes a mutex and signals a
+//! condvar), which the measuring thread waits on.
+#![allow(dead_code)]
+
+pub mod peers;
+pub mod workloads;
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Worker threads every pool gets: `std::thread::available_parallelism()`.
+pub fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The shared "wait for all" of pools that have none: `count_down` once per task, `wait` once.
+pub struct CountDown {
+    left: AtomicUsize,
+    done: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl CountDown {
+    pub fn new(n: usize) -> Self {
+        CountDown {
+            left: AtomicUsize::new(n),
+            done: Mutex::new(n == 0),
+            cond: Condvar::new(),
+        }
+    }
+
+    /// One task finished; the last one wakes the waiter.
+    pub fn count_down(&self) {
+        // AcqRel: the last decrement sees every other task's writes before it signals.
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.done.lock().unwrap() = true;
+            self.cond.notify_all();
+        }
+    }
+
+    /// Blocks until the count reached zero.
+    pub fn wait(&self) {
+        let mut done = self.done.lock().unwrap();
+        while !*done {
+            done = self.cond.wait(done).unwrap();
+        }
+    }
+}
+
+/// Spins for `iters` rounds of a dependent add that the optimiser cannot remove.
+#[inline(never)]
+pub fn spin(iters: u64) {
+    let mut x = 0u64;
+    for i in 0..iters {
+        x = black_box(x.wrapping_add(i));
+    }
+    black_box(x);
+}
+
+/// Spin rounds per microsecond on this machine, measured once per process (best of several
+/// 2 ms runs, so a preempted run does not inflate it).
+pub fn spins_per_us() -> u64 {
+    static CALIBRATED: OnceLock<u64> = OnceLock::new();
+    *CALIBRATED.get_or_init(|| {
+        let probe = 200_000u64;
+        spin(probe); // warm up
+        let best = (0..15)
+            .map(|_| {
+                let t = Instant::now();
+                spin(probe);
+                t.elapsed()
+            })
+            .min()
+            .unwrap();
+        ((probe as f64) / (best.as_secs_f64() * 1e6))
+            .round()
+            .max(1.0) as u64
+    })
+}
+
+/// A task body of about `us` microseconds of CPU (a calibrated spin, never a sleep).
+pub fn cpu_work(us: u64) {
+    spin(us * spins_per_us());
+}
+
+/// CPU time each thread of this process has used so far, in nanoseconds, by thread id, from
+/// `/proc/self/task/*/schedstat` (first field: time on CPU, ns; `/proc/self/stat`'s utime and
+/// stime count 10 ms ticks, too coarse for an idle pool). The calling thread is left out: it
+/// is the one measuring.
+pub fn thread_cpu_ns() -> HashMap<u64, u64> {
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse::<u64>().ok());
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if Some(tid) == me {
+            continue;
+        }
+        let ns = std::fs::read_to_string(entry.path().join("schedstat"))
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok());
+        if let Some(ns) = ns {
+            out.insert(tid, ns);
+        }
+    }
+    out
+}
+
+/// CPU nanoseconds the threads alive at both readings used between them.
+pub fn cpu_ns_between(before: &HashMap<u64, u64>, after: &HashMap<u64, u64>) -> u64 {
+    after
+        .iter()
+        .filter_map(|(tid, ns)| Some(ns.saturating_sub(*before.get(tid)?)))
+        .sum()
+}
+
+/// The `q`-quantile (0.0..=1.0) of `samples`, nearest-rank.
+pub fn quantile(samples: &mut [Duration], q: f64) -> Duration {
+    assert!(!samples.is_empty());
+    samples.sort_unstable();
+    let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+    samples[rank - 1]
+}
+
+/// A criterion group set up for multi-millisecond iterations: 10 samples of equal iteration
+/// counts (flat sampling), a short warm-up, `measure` of measurement.
+pub fn group<'a>(
+    c: &'a mut criterion::Criterion,
+    name: &str,
+    measure: Duration,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(measure);
+    g
+}

@@ -1,0 +1,367 @@
+//! The workload bodies. Each returns the measured time (or samples) of one run and asserts
+//! that every task ran exactly once.
+
+use super::peers::Runner;
+use super::{cpu_ns_between, cpu_work, thread_cpu_ns, CountDown};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Sizes of the workloads (the names of the criterion groups say the same).
+pub const ONE_SUBMITTER_TASKS: usize = 1_000_000;
+pub const SUBMITTER_THREADS: usize = 100;
+pub const TASKS_PER_SUBMITTER: usize = 10_000;
+pub const CPU_TASKS: usize = 200_000;
+pub const CPU_TASK_US: u64 = 1;
+pub const TREE_LEAVES: usize = 1_000_000;
+pub const FIB_N: u32 = 30;
+pub const BURST_TASKS: usize = 100;
+pub const BURST_TASK_US: u64 = 2;
+pub const BURST_IDLE: Duration = Duration::from_millis(1);
+pub const WAKE_IDLE: Duration = Duration::from_millis(5);
+pub const IDLE_WARM_TASKS: usize = 100_000;
+pub const IDLE_WINDOW: Duration = Duration::from_secs(1);
+
+/// What a run's tasks share: the hit counter every task body bumps, and the CountDown of
+/// pools that cannot wait for all.
+pub struct Shared {
+    pub hits: AtomicUsize,
+    done: CountDown,
+}
+
+impl Shared {
+    pub fn new(tasks: usize) -> Arc<Shared> {
+        Arc::new(Shared {
+            hits: AtomicUsize::new(0),
+            done: CountDown::new(tasks),
+        })
+    }
+
+    /// The end of every task: the hit, plus the CountDown where the pool has no wait.
+    #[inline]
+    fn hit<R: Runner>(&self) {
+        self.hits.fetch_add(1, Relaxed);
+        if !R::WAITS {
+            self.done.count_down();
+        }
+    }
+
+    /// Waits for every task: the pool's own wait, or the CountDown.
+    fn wait<R: Runner>(&self, pool: &R) {
+        if R::WAITS {
+            pool.wait_all();
+        } else {
+            self.done.wait();
+        }
+    }
+
+    fn assert_hits(&self, expected: usize) {
+        assert_eq!(
+            self.hits.load(Relaxed),
+            expected,
+            "every task ran exactly once"
+        );
+    }
+}
+
+/// `1u-1Mt`: one thread submits `tasks` near-empty tasks, then waits for all.
+pub fn one_submitter<R: Runner>(pool: &R, tasks: usize) -> Duration {
+    let shared = Shared::new(tasks);
+    let start = Instant::now();
+    for _ in 0..tasks {
+        let s = shared.clone();
+        pool.execute(move || s.hit::<R>());
+    }
+    shared.wait(pool);
+    let took = start.elapsed();
+    shared.assert_hits(tasks);
+    took
+}
+
+/// `100u-10Kt`: `threads` threads each submit `per_thread` near-empty tasks at once, then
+/// the measuring thread waits for all (after the submitters are joined). Timed from the
+/// first submitter past the start barrier to the end of the wait.
+pub fn many_submitters<R: Runner>(pool: &R, threads: usize, per_thread: usize) -> Duration {
+    let shared = Shared::new(threads * per_thread);
+    let go = std::sync::Barrier::new(threads + 1);
+    // The clock starts when the first submitter is past the barrier (not when the measuring
+    // thread is: with 100 runnable threads on a few cores it may be descheduled for long).
+    let first = std::sync::OnceLock::new();
+    thread::scope(|scope| {
+        for _ in 0..threads {
+            let (shared, go, first) = (&shared, &go, &first);
+            scope.spawn(move || {
+                go.wait();
+                first.get_or_init(Instant::now);
+                for _ in 0..per_thread {
+                    let s = shared.clone();
+                    pool.execute(move || s.hit::<R>());
+                }
+            });
+        }
+        go.wait();
+    });
+    let start = *first.get().expect("submitters ran");
+    shared.wait(pool);
+    let took = start.elapsed();
+    shared.assert_hits(threads * per_thread);
+    took
+}
+
+/// `cpu-1us`: one thread submits `tasks` tasks of about `us` µs of CPU each, then waits.
+pub fn cpu_tasks<R: Runner>(pool: &R, tasks: usize, us: u64) -> Duration {
+    super::spins_per_us(); // calibrated before the clock starts
+    let shared = Shared::new(tasks);
+    let start = Instant::now();
+    for _ in 0..tasks {
+        let s = shared.clone();
+        pool.execute(move || {
+            cpu_work(us);
+            s.hit::<R>();
+        });
+    }
+    shared.wait(pool);
+    let took = start.elapsed();
+    shared.assert_hits(tasks);
+    took
+}
+
+/// The same `tasks` bodies run one after another on the calling thread: the sequential time
+/// the ideal parallel time is derived from.
+pub fn cpu_tasks_sequential(tasks: usize, us: u64) -> Duration {
+    super::spins_per_us();
+    let start = Instant::now();
+    for _ in 0..tasks {
+        cpu_work(us);
+    }
+    start.elapsed()
+}
+
+/// Tasks in a binary spawn tree over `leaves` leaves: every node is a task.
+pub fn tree_tasks(leaves: usize) -> usize {
+    2 * leaves - 1
+}
+
+/// `spawn-tree` for fire-and-forget pools: the root is submitted from outside; every inner
+/// node submits its two halves from inside the pool (through a clone of the pool's `Arc`);
+/// leaves bump the counter.
+pub fn spawn_tree<R: Runner>(pool: &Arc<R>, leaves: usize) -> Duration {
+    // Owns its clones and drops the pool's before counting down, so the measuring thread
+    // never sees the end while a task still holds the pool (the last owner would then drop
+    // it on a worker thread).
+    fn node<R: Runner>(pool: Arc<R>, shared: Arc<Shared>, len: usize) {
+        if len > 1 {
+            let half = len / 2;
+            for part in [half, len - half] {
+                let (p, s) = (pool.clone(), shared.clone());
+                pool.execute(move || node(p, s, part));
+            }
+            drop(pool);
+            if !R::WAITS {
+                shared.done.count_down();
+            }
+        } else {
+            drop(pool);
+            shared.hit::<R>();
+        }
+    }
+    let shared = Shared::new(tree_tasks(leaves));
+    let start = Instant::now();
+    let (p, s) = (pool.clone(), shared.clone());
+    pool.execute(move || node(p, s, leaves));
+    shared.wait(&**pool);
+    let took = start.elapsed();
+    shared.assert_hits(leaves);
+    took
+}
+
+/// `spawn-tree` through `flock::Pool::scope`: every inner node spawns its halves in the scope.
+pub fn spawn_tree_flock_scope(pool: &flock::Pool, leaves: usize) -> Duration {
+    fn node<'s>(scope: &flock::Scope<'s>, hits: &'s AtomicUsize, len: usize) {
+        if len > 1 {
+            let half = len / 2;
+            scope.spawn(move |s| node(s, hits, half));
+            scope.spawn(move |s| node(s, hits, len - half));
+        } else {
+            hits.fetch_add(1, Relaxed);
+        }
+    }
+    let hits = AtomicUsize::new(0);
+    let start = Instant::now();
+    pool.scope(|s| s.spawn(|s| node(s, &hits, leaves)));
+    let took = start.elapsed();
+    assert_eq!(hits.load(Relaxed), leaves);
+    took
+}
+
+/// `spawn-tree` through `rayon::ThreadPool::scope`, the same shape.
+pub fn spawn_tree_rayon_scope(pool: &rayon::ThreadPool, leaves: usize) -> Duration {
+    fn node<'s>(scope: &rayon::Scope<'s>, hits: &'s AtomicUsize, len: usize) {
+        if len > 1 {
+            let half = len / 2;
+            scope.spawn(move |s| node(s, hits, half));
+            scope.spawn(move |s| node(s, hits, len - half));
+        } else {
+            hits.fetch_add(1, Relaxed);
+        }
+    }
+    let hits = AtomicUsize::new(0);
+    let start = Instant::now();
+    pool.scope(|s| s.spawn(|s| node(s, &hits, leaves)));
+    let took = start.elapsed();
+    assert_eq!(hits.load(Relaxed), leaves);
+    took
+}
+
+/// fib(n) with every call above the leaves a `flock::Pool::join`.
+pub fn fib_flock(pool: &flock::Pool, n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = pool.join(|| fib_flock(pool, n - 1), || fib_flock(pool, n - 2));
+    a + b
+}
+
+/// fib(n) with every call above the leaves a `rayon::join` (call inside `install`).
+pub fn fib_rayon(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
+    a + b
+}
+
+/// fib(n), plain recursion, the same shape with no join.
+pub fn fib_seq(n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    black_box(fib_seq(n - 1)) + black_box(fib_seq(n - 2))
+}
+
+/// Joins (inner calls) in the fib(n) recursion: fib(n + 1) − 1.
+pub fn fib_joins(n: u32) -> usize {
+    let (mut a, mut b) = (0usize, 1usize);
+    for _ in 0..=n {
+        (a, b) = (b, a + b);
+    }
+    a - 1
+}
+
+/// Times one `fib(n)` through `flock::Pool::join`, checking the result.
+pub fn time_fib_flock(pool: &flock::Pool, n: u32) -> Duration {
+    let start = Instant::now();
+    let v = fib_flock(pool, black_box(n));
+    let took = start.elapsed();
+    assert_eq!(v, fib_seq(n));
+    took
+}
+
+/// Times one `fib(n)` through `rayon::join` inside `pool.install`, checking the result.
+pub fn time_fib_rayon(pool: &rayon::ThreadPool, n: u32) -> Duration {
+    let start = Instant::now();
+    let v = pool.install(|| fib_rayon(black_box(n)));
+    let took = start.elapsed();
+    assert_eq!(v, fib_seq(n));
+    took
+}
+
+/// Times one sequential `fib(n)`.
+pub fn time_fib_seq(n: u32) -> Duration {
+    let start = Instant::now();
+    black_box(fib_seq(black_box(n)));
+    start.elapsed()
+}
+
+/// `burst`: `bursts` times, sleep [`BURST_IDLE`] (the workers go idle), then submit `tasks`
+/// tasks of about `us` µs and wait. Returns each burst's time from its first submit to the
+/// return of its wait; the idle sleep is not in it.
+pub fn bursts<R: Runner>(pool: &R, bursts: usize, tasks: usize, us: u64) -> Vec<Duration> {
+    super::spins_per_us();
+    (0..bursts)
+        .map(|_| {
+            thread::sleep(BURST_IDLE);
+            let shared = Shared::new(tasks);
+            let start = Instant::now();
+            for _ in 0..tasks {
+                let s = shared.clone();
+                pool.execute(move || {
+                    cpu_work(us);
+                    s.hit::<R>();
+                });
+            }
+            shared.wait(pool);
+            let took = start.elapsed();
+            shared.assert_hits(tasks);
+            took
+        })
+        .collect()
+}
+
+/// `wake-latency`: `samples` times, sleep [`WAKE_IDLE`] so the workers park, then submit one
+/// task that reads the clock first thing. A sample is submit call → that reading.
+pub fn wake_latency<R: Runner>(pool: &R, samples: usize) -> Vec<Duration> {
+    (0..samples)
+        .map(|_| {
+            let shared = Shared::new(1);
+            let ran_at = Arc::new(Mutex::new(None::<Instant>));
+            let (s, slot) = (shared.clone(), ran_at.clone());
+            thread::sleep(WAKE_IDLE);
+            let submitted = Instant::now();
+            pool.execute(move || {
+                let now = Instant::now();
+                *slot.lock().unwrap() = Some(now);
+                s.hit::<R>();
+            });
+            shared.wait(pool);
+            let ran = ran_at.lock().unwrap().expect("the task ran");
+            ran.saturating_duration_since(submitted)
+        })
+        .collect()
+}
+
+/// The baseline of `wake-latency`: a bare futex wake. A thread blocked in
+/// `std::thread::park` (a futex on Linux) is unparked after [`WAKE_IDLE`]; a sample is the
+/// `unpark` call → the woken thread's first clock reading.
+pub fn futex_wake_latency(samples: usize) -> Vec<Duration> {
+    use std::sync::atomic::AtomicBool;
+    let go = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel::<Instant>();
+    let g = go.clone();
+    let sleeper = thread::spawn(move || {
+        for _ in 0..samples {
+            while !g.swap(false, std::sync::atomic::Ordering::Acquire) {
+                thread::park();
+            }
+            let now = Instant::now();
+            tx.send(now).expect("measurer alive");
+        }
+    });
+    let out = (0..samples)
+        .map(|_| {
+            thread::sleep(WAKE_IDLE);
+            let woken = Instant::now();
+            go.store(true, std::sync::atomic::Ordering::Release);
+            sleeper.thread().unpark();
+            rx.recv()
+                .expect("sleeper alive")
+                .saturating_duration_since(woken)
+        })
+        .collect();
+    sleeper.join().expect("sleeper");
+    out
+}
+
+/// `idle-cpu`: runs `warm_tasks` near-empty tasks, then measures the CPU time all threads
+/// but the calling one use while the caller sleeps for `window`. Returns ms of CPU per second.
+pub fn idle_cpu_ms_per_s<R: Runner>(pool: &R, warm_tasks: usize, window: Duration) -> f64 {
+    one_submitter(pool, warm_tasks);
+    let before = thread_cpu_ns();
+    let start = Instant::now();
+    thread::sleep(window);
+    let after = thread_cpu_ns();
+    let elapsed = start.elapsed();
+    cpu_ns_between(&before, &after) as f64 / 1e6 / elapsed.as_secs_f64()
+}

@@ -1,0 +1,739 @@
+//! Runs every benchmark workload against every pool with a short, fixed budget (full-size
+//! workloads, few repetitions), prints a markdown table with the targets and whether they are
+//! met, and writes `docs/bench.svg`.
+//!
+//! ```text
+//! cargo run --release --example bench_report
+//! ```
+//!
+//! The workloads are the ones in `benches/` (shared through `benches/common`); see each
+//! bench file's doc for what it measures. Ratios compare pools measured in the same run.
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use common::peers::{retire, Flock, Kind, Rayon};
+use common::workloads::*;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// What a row's numbers are, and which way is better.
+#[derive(Clone, Copy, PartialEq)]
+enum Unit {
+    /// Tasks (or joins) per second; higher is better.
+    PerSec,
+    /// A time in seconds; lower is better.
+    Time,
+    /// Milliseconds of CPU per second; lower is better.
+    CpuMsPerS,
+}
+
+/// A target and whether this run met it.
+struct Verdict {
+    text: String,
+    pass: bool,
+}
+
+struct Row {
+    workload: &'static str,
+    pool: String,
+    unit: Unit,
+    /// One value per run.
+    runs: Vec<f64>,
+    note: String,
+    verdict: Option<Verdict>,
+}
+
+impl Row {
+    fn new(workload: &'static str, pool: &str, unit: Unit, runs: Vec<f64>) -> Row {
+        Row {
+            workload,
+            pool: pool.to_string(),
+            unit,
+            runs,
+            note: String::new(),
+            verdict: None,
+        }
+    }
+
+    fn median(&self) -> f64 {
+        median(&self.runs)
+    }
+
+    fn min(&self) -> f64 {
+        self.runs.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    fn max(&self) -> f64 {
+        self.runs.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// How much better flock's median is than `row`'s (> 1: flock is better), for rows of the
+/// same unit. `None` where undefined (a zero on either side).
+fn flock_advantage(flock: f64, row: f64, unit: Unit) -> Option<f64> {
+    let r = match unit {
+        Unit::PerSec => flock / row,
+        Unit::Time | Unit::CpuMsPerS => row / flock,
+    };
+    r.is_finite().then_some(r)
+}
+
+fn fmt_value(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::PerSec if v >= 1e6 => format!("{:.2} M/s", v / 1e6),
+        Unit::PerSec => format!("{:.1} K/s", v / 1e3),
+        Unit::Time if v >= 1e-3 => format!("{:.2} ms", v * 1e3),
+        Unit::Time => format!("{:.1} µs", v * 1e6),
+        Unit::CpuMsPerS => format!("{v:.4} ms/s"),
+    }
+}
+
+fn fmt_range(row: &Row) -> String {
+    let (lo, hi) = (row.min(), row.max());
+    match row.unit {
+        Unit::PerSec if hi >= 1e6 => format!("{:.2}–{:.2} M/s", lo / 1e6, hi / 1e6),
+        Unit::PerSec => format!("{:.1}–{:.1} K/s", lo / 1e3, hi / 1e3),
+        Unit::Time if hi >= 1e-3 => format!("{:.2}–{:.2} ms", lo * 1e3, hi * 1e3),
+        Unit::Time => format!("{:.1}–{:.1} µs", lo * 1e6, hi * 1e6),
+        Unit::CpuMsPerS => format!("{lo:.4}–{hi:.4}"),
+    }
+}
+
+fn verdict(pass: bool, text: String) -> Option<Verdict> {
+    Some(Verdict { text, pass })
+}
+
+/// Runs `f` `runs` times on a fresh copy of each pool in `kinds` (one pool alive at a time).
+fn per_pool(
+    workload: &'static str,
+    kinds: &[Kind],
+    unit: Unit,
+    runs: usize,
+    mut f: impl FnMut(&dyn common::peers::AnyRunner) -> f64,
+) -> Vec<Row> {
+    kinds
+        .iter()
+        .map(|&kind| {
+            let pool = kind.make();
+            let values = (0..runs).map(|_| f(&*pool)).collect();
+            let row = Row::new(workload, pool.name(), unit, values);
+            retire(pool);
+            eprintln!(
+                "  {workload:<12} {:<20} {}",
+                row.pool,
+                fmt_value(row.median(), unit)
+            );
+            row
+        })
+        .collect()
+}
+
+fn find<'a>(rows: &'a [Row], pool: &str) -> &'a Row {
+    rows.iter().find(|r| r.pool == pool).expect("row present")
+}
+
+fn find_mut<'a>(rows: &'a mut [Row], pool: &str) -> &'a mut Row {
+    rows.iter_mut()
+        .find(|r| r.pool == pool)
+        .expect("row present")
+}
+
+const SUBMIT_POOLS: [Kind; 6] = [
+    Kind::Flock,
+    Kind::FlockUnbounded,
+    Kind::Rayon,
+    Kind::Threadpool,
+    Kind::Tokio,
+    Kind::Channel,
+];
+
+fn one_submitter_rows() -> Vec<Row> {
+    let n = ONE_SUBMITTER_TASKS as f64;
+    let mut rows = per_pool("1u-1Mt", &SUBMIT_POOLS, Unit::PerSec, 3, |p| {
+        n / secs(p.one_submitter(ONE_SUBMITTER_TASKS))
+    });
+    let flock = find(&rows, "flock").median();
+    for (peer, want) in [("crossbeam-channel", 3.0), ("rayon", 5.0)] {
+        let row = find_mut(&mut rows, peer);
+        let got = flock / row.median();
+        row.verdict = verdict(got >= want, format!("flock ≥{want}× this: {got:.2}×"));
+    }
+    rows
+}
+
+fn many_submitters_rows() -> Vec<Row> {
+    let n = (SUBMITTER_THREADS * TASKS_PER_SUBMITTER) as f64;
+    let mut rows = per_pool("100u-10Kt", &SUBMIT_POOLS, Unit::PerSec, 3, |p| {
+        n / secs(p.many_submitters(SUBMITTER_THREADS, TASKS_PER_SUBMITTER))
+    });
+    let best = rows
+        .iter()
+        .filter(|r| !r.pool.starts_with("flock"))
+        .max_by(|a, b| a.median().total_cmp(&b.median()))
+        .expect("peers");
+    let (best_name, best_v) = (best.pool.clone(), best.median());
+    let flock = find_mut(&mut rows, "flock");
+    let got = flock.median() / best_v;
+    flock.verdict = verdict(
+        got >= 1.5,
+        format!("≥1.5× best peer ({best_name}): {got:.2}×"),
+    );
+    rows
+}
+
+fn cpu_rows() -> Vec<Row> {
+    common::spins_per_us();
+    let n = CPU_TASKS as f64;
+    let seq = median(
+        &(0..3)
+            .map(|_| secs(cpu_tasks_sequential(CPU_TASKS, CPU_TASK_US)))
+            .collect::<Vec<_>>(),
+    );
+    let workers = common::workers() as f64;
+    let ideal = seq / workers;
+    let mut rows = per_pool("cpu-1us", &Kind::POOLS, Unit::PerSec, 5, |p| {
+        n / secs(p.cpu_tasks(CPU_TASKS, CPU_TASK_US))
+    });
+    for row in &mut rows {
+        let eff = ideal * row.median() / n;
+        let _ = write!(row.note, "{:.0}% of ideal", eff * 100.0);
+    }
+    let flock = find_mut(&mut rows, "flock");
+    let eff = ideal * flock.median() / n;
+    flock.verdict = verdict(eff >= 0.9, format!("≥90% of ideal: {:.1}%", eff * 100.0));
+    let mut ideal_row = Row::new("cpu-1us", "ideal", Unit::PerSec, vec![n / ideal]);
+    ideal_row.note = format!(
+        "sequential {:.1} ms ÷ {workers} workers ({:.3} µs/task)",
+        seq * 1e3,
+        seq * 1e6 / n
+    );
+    rows.insert(0, ideal_row);
+    rows
+}
+
+fn spawn_tree_rows() -> Vec<Row> {
+    let n = tree_tasks(TREE_LEAVES) as f64;
+    let runs = 3;
+    let mut rows = Vec::new();
+    {
+        let flock = Flock::new();
+        let v = (0..runs)
+            .map(|_| n / secs(spawn_tree_flock_scope(&flock.pool, TREE_LEAVES)))
+            .collect();
+        rows.push(Row::new("spawn-tree", "flock", Unit::PerSec, v));
+    }
+    {
+        let rayon = Rayon::new();
+        let v = (0..runs)
+            .map(|_| n / secs(spawn_tree_rayon_scope(&rayon.0, TREE_LEAVES)))
+            .collect();
+        rows.push(Row::new("spawn-tree", "rayon-scope", Unit::PerSec, v));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let mut submit = per_pool("spawn-tree", &Kind::POOLS, Unit::PerSec, runs, |p| {
+        n / secs(p.spawn_tree(TREE_LEAVES))
+    });
+    submit[0].pool = "flock-submit".into();
+    rows.extend(submit);
+    rows[0].note = "Pool::scope".into();
+    rows[1].note = "ThreadPool::scope".into();
+    rows[2].note = "submit via Arc<Pool>".into();
+    let flock = rows[0].median();
+    let rayon_scope = &mut rows[1];
+    let got = flock / rayon_scope.median();
+    rayon_scope.verdict = verdict(got >= 1.5, format!("flock ≥1.5× this: {got:.2}×"));
+    rows
+}
+
+fn fib_rows() -> Vec<Row> {
+    let runs = 5;
+    let joins = fib_joins(FIB_N) as f64;
+    let workers = common::workers() as f64;
+    let seq: Vec<f64> = (0..runs).map(|_| secs(time_fib_seq(FIB_N))).collect();
+    let flock: Vec<f64> = {
+        let f = Flock::new();
+        (0..runs)
+            .map(|_| secs(time_fib_flock(&f.pool, FIB_N)))
+            .collect()
+    };
+    let rayon: Vec<f64> = {
+        let r = Rayon::new();
+        (0..runs)
+            .map(|_| secs(time_fib_rayon(&r.0, FIB_N)))
+            .collect()
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let seq_m = median(&seq);
+    let mut rows = vec![
+        Row::new("fib-join", "flock", Unit::Time, flock),
+        Row::new("fib-join", "rayon", Unit::Time, rayon),
+        Row::new("fib-join", "sequential", Unit::Time, seq),
+    ];
+    for row in &mut rows[..2] {
+        let per_join = (row.median() * workers - seq_m) / joins;
+        row.note = format!("{:.1} ns CPU overhead/join", per_join * 1e9);
+    }
+    rows[2].note = format!("{joins} joins in each pool run");
+    let got = rows[0].median() / rows[1].median();
+    rows[1].verdict = verdict(got <= 1.1, format!("flock ≤1.1× this: {got:.2}×"));
+    rows
+}
+
+fn burst_rows() -> Vec<Row> {
+    common::spins_per_us();
+    let kinds: Vec<Kind> = Kind::POOLS.into_iter().chain([Kind::StdThread]).collect();
+    let mut all: Vec<Vec<f64>> = Vec::new();
+    let mut rows = per_pool("burst", &kinds, Unit::Time, 3, |p| {
+        let times: Vec<f64> = p
+            .bursts(100, BURST_TASKS, BURST_TASK_US)
+            .into_iter()
+            .map(secs)
+            .collect();
+        let m = median(&times);
+        all.push(times);
+        m
+    });
+    for (row, runs) in rows.iter_mut().zip(all.chunks(3)) {
+        let mut pooled: Vec<Duration> = runs
+            .iter()
+            .flatten()
+            .map(|&s| Duration::from_secs_f64(s))
+            .collect();
+        let p99 = common::quantile(&mut pooled, 0.99);
+        row.note = format!("per burst; p99 {}", fmt_value(secs(p99), Unit::Time));
+    }
+    rows
+}
+
+fn wake_rows() -> Vec<Row> {
+    let runs = 3;
+    let samples = 100;
+    let mut pooled: Vec<Vec<Duration>> = Vec::new();
+    let mut p50s = Vec::new();
+    for _ in 0..runs {
+        let mut s = futex_wake_latency(samples);
+        p50s.push(secs(common::quantile(&mut s, 0.5)));
+        pooled.push(s);
+    }
+    let mut rows = vec![Row::new("wake-latency", "futex-wake", Unit::Time, p50s)];
+    let kinds: Vec<Kind> = Kind::POOLS.into_iter().chain([Kind::StdThread]).collect();
+    rows.extend(per_pool("wake-latency", &kinds, Unit::Time, runs, |p| {
+        let mut s = p.wake_latency(samples);
+        let p50 = secs(common::quantile(&mut s, 0.5));
+        pooled.push(s);
+        p50
+    }));
+    for (row, runs) in rows.iter_mut().zip(pooled.chunks_mut(runs)) {
+        let mut all: Vec<Duration> = runs.iter().flatten().copied().collect();
+        let p99 = common::quantile(&mut all, 0.99);
+        row.note = format!("p50 shown; p99 {}", fmt_value(secs(p99), Unit::Time));
+    }
+    let futex = rows[0].median();
+    let flock = find_mut(&mut rows, "flock");
+    let got = flock.median() / futex;
+    flock.verdict = verdict(got <= 1.3, format!("p50 ≤1.3× futex-wake: {got:.2}×"));
+    rows
+}
+
+fn idle_rows() -> Vec<Row> {
+    let mut rows = per_pool("idle-cpu", &Kind::POOLS, Unit::CpuMsPerS, 3, |p| {
+        p.idle_cpu_ms_per_s(IDLE_WARM_TASKS, IDLE_WINDOW)
+    });
+    for row in &mut rows {
+        row.note = format!("after {IDLE_WARM_TASKS} tasks");
+    }
+    let flock = find_mut(&mut rows, "flock");
+    let got = flock.median();
+    flock.verdict = verdict(got <= 0.05, format!("≤0.05 ms/s: {got:.4}"));
+    rows
+}
+
+/// CPU ticks busy machine-wide (`/proc/stat`) and used by this process (`/proc/self/stat`).
+fn busy_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait.
+    let all: u64 = cpu.iter().take(8).sum();
+    let busy = all - cpu.get(3).unwrap_or(&0) - cpu.get(4).unwrap_or(&0);
+    let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = own.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3, so utime and stime (fields 14 and 15) are at 11 and 12.
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    let own = tick(11) + tick(12);
+    (busy, own)
+}
+
+/// Where the report was made.
+struct Machine {
+    cpus: usize,
+    model: String,
+    date: String,
+    /// CPUs other processes kept busy on average while the report ran.
+    others_cpus: f64,
+}
+
+fn machine() -> Machine {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown date".into());
+    Machine {
+        cpus: common::workers(),
+        model,
+        date,
+        others_cpus: 0.0,
+    }
+}
+
+fn markdown(rows: &[Row], m: &Machine, took: Duration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Machine: {} CPUs available ({}), {}. Every pool has {} workers. Report took {:.0} s; \
+         other processes kept {:.2} CPUs busy on average meanwhile.\n",
+        m.cpus,
+        m.model,
+        m.date,
+        m.cpus,
+        took.as_secs_f64(),
+        m.others_cpus
+    );
+    out.push_str(
+        "| workload | pool | median | min–max | flock advantage | notes | target | result |\n",
+    );
+    out.push_str("|---|---|---:|---:|---:|---|---|---|\n");
+    for row in rows {
+        let flock = flock_baseline(rows, row.workload);
+        let adv = flock
+            .and_then(|f| flock_advantage(f, row.median(), row.unit))
+            .map_or("—".to_string(), |r| format!("{r:.2}×"));
+        let (target, result) = match &row.verdict {
+            Some(v) => (v.text.clone(), if v.pass { "PASS" } else { "**MISS**" }),
+            None => (String::new(), ""),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.workload,
+            row.pool,
+            fmt_value(row.median(), row.unit),
+            fmt_range(row),
+            adv,
+            row.note,
+            target,
+            result
+        );
+    }
+    out.push_str(
+        "\n\"flock advantage\": how many times better flock's median is than the row's \
+         (throughput: flock ÷ row; time and CPU: row ÷ flock); above 1 means flock is ahead.\n",
+    );
+    out
+}
+
+fn flock_baseline(rows: &[Row], workload: &str) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.workload == workload && r.pool == "flock")
+        .map(Row::median)
+}
+
+// ----- the chart -------------------------------------------------------------------------
+
+fn color(pool: &str) -> &'static str {
+    match pool {
+        "flock" => "#d9480f",
+        "flock-unbounded" => "#fab005",
+        "flock-submit" => "#ff8787",
+        "rayon" => "#1c7ed6",
+        "rayon-scope" => "#74c0fc",
+        "threadpool" => "#2f9e44",
+        "tokio" => "#7048e8",
+        "crossbeam-channel" => "#862e9c",
+        "std-thread" => "#868e96",
+        "futex-wake" => "#0c8599",
+        "sequential" => "#5c940d",
+        "ideal" => "#c2255c",
+        _ => "#495057",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Grouped bars, one group per workload, each bar the row's performance relative to flock's
+/// (flock = 1.0, higher is better, log scale); below it, idle CPU in absolute terms.
+fn svg(rows: &[Row], m: &Machine) -> String {
+    let (w, left, right) = (1200.0_f64, 80.0_f64, 1180.0_f64);
+    let (top, bottom) = (105.0_f64, 480.0_f64);
+    let relative: Vec<&Row> = rows.iter().filter(|r| r.unit != Unit::CpuMsPerS).collect();
+    let rel = |r: &Row| {
+        flock_baseline(rows, r.workload)
+            .and_then(|f| flock_advantage(f, r.median(), r.unit))
+            .map(f64::recip)
+    };
+    let values: Vec<f64> = relative.iter().filter_map(|r| rel(r)).collect();
+    let lo = values
+        .iter()
+        .copied()
+        .fold(1.0_f64, f64::min)
+        .log10()
+        .floor()
+        .min(-1.0);
+    let hi = values
+        .iter()
+        .copied()
+        .fold(1.0_f64, f64::max)
+        .log10()
+        .ceil()
+        .max(1.0);
+    let y_of = |v: f64| bottom - (v.log10() - lo) / (hi - lo) * (bottom - top);
+
+    let idle: Vec<&Row> = rows.iter().filter(|r| r.unit == Unit::CpuMsPerS).collect();
+    let mut pools: Vec<&str> = Vec::new();
+    for r in rows {
+        if !pools.contains(&r.pool.as_str()) {
+            pools.push(&r.pool);
+        }
+    }
+    let legend_rows = pools.len().div_ceil(6);
+    let legend_top = bottom + 70.0;
+    let idle_top = legend_top + legend_rows as f64 * 24.0 + 40.0;
+    let h = idle_top + 30.0 + idle.len() as f64 * 26.0 + 40.0;
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">"#
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="34" font-size="22" font-weight="bold">flock against peer pools: performance relative to flock</text>"#
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="{left}" y="58" font-size="14" fill="#495057">Each bar: that row's median relative to flock's (flock = 1.0; above 1 means faster than flock), log scale.</text>"##
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="{left}" y="78" font-size="14" fill="#495057">{} CPUs ({}), {}; every pool has {} workers; made by examples/bench_report.rs.</text>"##,
+        m.cpus,
+        esc(&m.model),
+        esc(&m.date),
+        m.cpus
+    );
+    // Axis and grid.
+    for e in (lo as i32)..=(hi as i32) {
+        for k in [1.0, 2.0, 5.0] {
+            let v = k * 10f64.powi(e);
+            if v.log10() > hi + 1e-9 {
+                continue;
+            }
+            let y = y_of(v);
+            let (stroke, width) = if v == 1.0 {
+                ("#212529", 2.0)
+            } else if k == 1.0 {
+                ("#adb5bd", 1.0)
+            } else {
+                ("#e9ecef", 1.0)
+            };
+            let _ = writeln!(
+                s,
+                r#"<line x1="{left}" x2="{right}" y1="{y:.1}" y2="{y:.1}" stroke="{stroke}" stroke-width="{width}"/>"#
+            );
+            let label = if v >= 1.0 {
+                format!("{v}")
+            } else {
+                format!("{v:.2}").trim_end_matches('0').to_string()
+            };
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="end">{label}×</text>"#,
+                left - 6.0,
+                y + 4.0
+            );
+        }
+    }
+    // Groups.
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in &relative {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload);
+        }
+    }
+    let gw = (right - left) / workloads.len() as f64;
+    for (gi, wl) in workloads.iter().enumerate() {
+        let members: Vec<&&Row> = relative.iter().filter(|r| r.workload == *wl).collect();
+        let bw = ((gw - 20.0) / members.len() as f64).min(34.0);
+        let x0 = left + gi as f64 * gw + (gw - bw * members.len() as f64) / 2.0;
+        for (bi, r) in members.iter().enumerate() {
+            let Some(v) = rel(r) else { continue };
+            let x = x0 + bi as f64 * bw;
+            let y = y_of(v.max(10f64.powf(lo)));
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {} ({:.2}× flock)</title></rect>"#,
+                x + 1.0,
+                bw - 2.0,
+                bottom - y,
+                color(&r.pool),
+                esc(&r.pool),
+                esc(&fmt_value(r.median(), r.unit)),
+                v
+            );
+            let (tx, ty) = (x + bw / 2.0 + 4.0, y - 4.0);
+            let _ = writeln!(
+                s,
+                r#"<text x="{tx:.1}" y="{ty:.1}" font-size="12" transform="rotate(-90 {tx:.1} {ty:.1})">{v:.2}</text>"#
+            );
+        }
+        let cx = left + gi as f64 * gw + gw / 2.0;
+        let metric = match members[0].unit {
+            Unit::PerSec => "throughput",
+            _ if *wl == "wake-latency" => "p50 latency",
+            _ => "time",
+        };
+        let _ = writeln!(
+            s,
+            r#"<text x="{cx:.1}" y="{:.1}" font-size="15" font-weight="bold" text-anchor="middle">{wl}</text>"#,
+            bottom + 22.0
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{cx:.1}" y="{:.1}" font-size="12" fill="#495057" text-anchor="middle">{metric}</text>"##,
+            bottom + 40.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}" stroke="#212529"/>"##
+    );
+    // Legend.
+    for (i, p) in pools.iter().enumerate() {
+        let x = left + (i % 6) as f64 * 180.0;
+        let y = legend_top + (i / 6) as f64 * 24.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x:.1}" y="{:.1}" width="16" height="16" fill="{}"/>"#,
+            y - 13.0,
+            color(p)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{y:.1}" font-size="14">{}</text>"#,
+            x + 22.0,
+            esc(p)
+        );
+    }
+    // Idle CPU panel.
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="{idle_top:.1}" font-size="16" font-weight="bold">idle-cpu: ms of CPU per idle second after a burst (absolute, lower is better; flock target ≤ 0.05)</text>"#
+    );
+    let max = idle.iter().map(|r| r.median()).fold(0.05_f64, f64::max);
+    let (bx, bwid) = (left + 170.0, 700.0);
+    for (i, r) in idle.iter().enumerate() {
+        let y = idle_top + 18.0 + i as f64 * 26.0;
+        let len = r.median() / max * bwid;
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="end">{}</text>"#,
+            bx - 8.0,
+            y + 14.0,
+            esc(&r.pool)
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect x="{bx:.1}" y="{y:.1}" width="{:.1}" height="18" fill="{}"/>"#,
+            len.max(1.0),
+            color(&r.pool)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="13">{:.4} ms/s</text>"#,
+            bx + len.max(1.0) + 8.0,
+            y + 14.0,
+            r.median()
+        );
+    }
+    let tx = bx + 0.05 / max * bwid;
+    let _ = writeln!(
+        s,
+        r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="{:.1}" y2="{:.1}" stroke="#c92a2a" stroke-dasharray="4 3"/>"##,
+        idle_top + 12.0,
+        idle_top + 22.0 + idle.len() as f64 * 26.0
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#c92a2a">target 0.05</text>"##,
+        tx + 4.0,
+        idle_top + 34.0 + idle.len() as f64 * 26.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+fn main() {
+    let start = Instant::now();
+    let ticks_before = busy_ticks();
+    let mut m = machine();
+    eprintln!("calibrating: {} spin rounds per µs", common::spins_per_us());
+    // idle-cpu first: nothing else of this process has run yet, so no stray threads exist.
+    let idle = idle_rows();
+    let mut rows = one_submitter_rows();
+    rows.extend(many_submitters_rows());
+    rows.extend(cpu_rows());
+    rows.extend(spawn_tree_rows());
+    rows.extend(fib_rows());
+    rows.extend(burst_rows());
+    rows.extend(wake_rows());
+    rows.extend(idle); // listed last, as numbered in docs/bench.md
+    let took = start.elapsed();
+    let ticks_after = busy_ticks();
+    let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);
+    // Ticks are 1/100 s (`getconf CLK_TCK`).
+    m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
+    print!("{}", markdown(&rows, &m, took));
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/bench.svg");
+    std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).expect("docs/");
+    std::fs::write(path, svg(&rows, &m)).expect("write docs/bench.svg");
+    eprintln!("wrote {path}");
+}
