@@ -328,8 +328,11 @@ impl Pool {
     /// pool.submit(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); }).unwrap();
     /// started.recv().unwrap();
     /// for _ in 0..10 { pool.submit(|| unreachable!()).unwrap(); }
-    /// go_tx.send(()).unwrap();
-    /// assert_eq!(pool.shutdown_now().unwrap(), 10);
+    /// std::thread::scope(|s| {
+    ///     // Release the running task only once the shutdown has begun.
+    ///     s.spawn(|| { while !pool.is_shutdown() { std::thread::yield_now(); } go_tx.send(()).unwrap(); });
+    ///     assert_eq!(pool.shutdown_now().unwrap(), 10);
+    /// });
     /// ```
     pub fn shutdown_now(&self) -> Result<u64, WaitError> {
         self.close(true, None)

@@ -49,7 +49,7 @@ fn graceful_shutdown_runs_everything_queued_and_joins_threads() {
 #[test]
 fn shutdown_now_drops_queued_tasks_and_runs_their_destructors() {
     watchdog(60, "shutdown_now", || {
-        let pool = Pool::builder().workers(2).build().unwrap();
+        let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
         let gate = stall_all(&pool);
         let live = counter();
         let ran = counter();
@@ -63,13 +63,7 @@ fn shutdown_now_drops_queued_tasks_and_runs_their_destructors() {
         }
         let handle = pool.spawn(|| 1);
         assert_eq!(live.load(Ordering::SeqCst), 500);
-        let opener = {
-            let gate = gate.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(50));
-                gate.open();
-            })
-        };
+        let opener = common::open_when_shut_down(&pool, &gate);
         let dropped = pool.shutdown_now().unwrap();
         opener.join().unwrap();
         assert_eq!(

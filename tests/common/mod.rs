@@ -70,6 +70,18 @@ impl Gate {
     }
 }
 
+/// Opens `gate` once `pool` reports that its shutdown has begun (a state, not a delay), so a
+/// test can hold tasks running across the start of `shutdown_now`. Join the returned thread.
+pub fn open_when_shut_down(pool: &Arc<flock::Pool>, gate: &Gate) -> std::thread::JoinHandle<()> {
+    let (pool, gate) = (pool.clone(), gate.clone());
+    std::thread::spawn(move || {
+        while !pool.is_shutdown() {
+            std::thread::yield_now();
+        }
+        gate.open();
+    })
+}
+
 /// Occupies every worker of `pool` with a task blocked on the returned gate, and returns once
 /// all of them are running.
 pub fn stall_all(pool: &flock::Pool) -> Gate {
