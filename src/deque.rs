@@ -74,7 +74,7 @@ mod model {
     }
 
     impl<T> Stealer<T> {
-        pub(crate) fn steal_batch_and_pop(&self, _dest: &Worker<T>) -> Steal<T> {
+        pub(crate) fn steal(&self) -> Steal<T> {
             self.queue
                 .lock()
                 .pop_front()

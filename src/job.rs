@@ -41,6 +41,8 @@ pub(crate) const RESERVED: u8 = 2;
 pub(crate) const DISCARDABLE: u8 = 4;
 /// The payload's first word is the address of a stack job (see `join`).
 pub(crate) const STACK: u8 = 8;
+/// The job went through the injector (counted once, when a worker takes it up).
+pub(crate) const INJECTED: u8 = 16;
 
 pub(crate) struct Job {
     call: CallFn,

@@ -3,7 +3,7 @@
 
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer};
-use crate::job::{Job, Outcome, RESERVED};
+use crate::job::{Job, Outcome, INJECTED, RESERVED};
 use crate::metrics::counters::{Counters, Proto, Shard, Stat};
 use crate::metrics::histogram::Latency;
 use crate::sleep::Sleep;
@@ -206,9 +206,11 @@ impl Registry {
         }
         match route {
             Route::Queue { reserved } => {
-                if reserved {
-                    job.add_flags(RESERVED);
-                }
+                job.add_flags(if reserved {
+                    INJECTED | RESERVED
+                } else {
+                    INJECTED
+                });
                 this.injector.push(job);
                 this.sleep.notify_new_work();
             }

@@ -1,7 +1,7 @@
 //! The worker thread: its loop, where it looks for work, and how it runs a task.
 
 use crate::deque::{Steal, Worker as Deque};
-use crate::job::{Job, Outcome, COUNTED, DISCARDABLE, RESERVED};
+use crate::job::{Job, Outcome, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::latch::Latch;
 use crate::metrics::counters::{Proto, Shard, Stat, WorkerState};
 use crate::registry::Registry;
@@ -203,11 +203,9 @@ impl WorkerThread {
     fn steal_from_injector(&self) -> Option<Job> {
         loop {
             match self.registry.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(job) => {
-                    self.shard()
-                        .stat_owned(Stat::FromInjector, 1 + self.local.len() as u64);
-                    return Some(job);
-                }
+                // Counted in `execute` (the `INJECTED` flag): part of a batch may be stolen
+                // from our deque before we could count it here.
+                Steal::Success(job) => return Some(job),
                 Steal::Empty => return None,
                 Steal::Retry => std::hint::spin_loop(),
             }
@@ -228,10 +226,11 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
-                match stealers[victim].steal_batch_and_pop(&self.local) {
+                // One task at a time from another worker (as rayon does): its owner keeps the
+                // rest of its deque, and the count is exact.
+                match stealers[victim].steal() {
                     Steal::Success(job) => {
-                        self.shard()
-                            .stat_owned(Stat::Stolen, 1 + self.local.len() as u64);
+                        self.shard().stat_owned(Stat::Stolen, 1);
                         return Some(job);
                     }
                     Steal::Retry => retry = true,
@@ -260,6 +259,9 @@ impl WorkerThread {
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
         let flags = job.flags();
+        if flags & INJECTED != 0 {
+            shard.stat_owned(Stat::FromInjector, 1);
+        }
         if flags & RESERVED != 0 {
             self.note_reservation_started();
         }

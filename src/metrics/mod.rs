@@ -56,7 +56,8 @@ pub struct Stats {
     pub spawned_thread: u64,
     /// Tasks taken from other workers' deques.
     pub stolen: u64,
-    /// Tasks taken from the shared injector queue.
+    /// Tasks taken from the shared injector queue (counted when a worker takes them up,
+    /// which may be after a batch moved them into its deque).
     pub from_injector: u64,
     /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`).
     pub local_pushes: u64,
