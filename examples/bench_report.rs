@@ -8,12 +8,22 @@
 //!
 //! The workloads are the ones in `benches/` (shared through `benches/common`); see each
 //! bench file's doc for what it measures. Ratios compare pools measured in the same run.
+//!
+//! Two workloads run as subprocesses, built by this command before the clock starts (see
+//! [`build_helpers`]): `c-submit` (workload 9) runs `benches/c/c_submit.c`, linked against
+//! `libflock.a` with `cc`, against the `metrics_cost` example (the Rust 1u-1Mt body);
+//! `metrics-cost` (workload 10) runs the `metrics_cost` example built normally (with and
+//! without `--latency`) and built with `--no-default-features`. The variants alternate, one
+//! subprocess at a time. Needs `cargo` and `cc` on the PATH; where a build fails, those rows
+//! are left out and the reason is printed.
 #[path = "../benches/common/mod.rs"]
 mod common;
 
 use common::peers::{retire, Flock, Kind, Rayon};
 use common::workloads::*;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// What a row's numbers are, and which way is better.
@@ -363,6 +373,376 @@ fn idle_rows() -> Vec<Row> {
     rows
 }
 
+// ----- workloads 9 and 10: subprocesses ------------------------------------------------
+
+/// The binaries `c-submit` and `metrics-cost` run, built by [`build_helpers`].
+#[derive(Default)]
+struct Helpers {
+    /// `metrics_cost` built normally (the `metrics` feature on).
+    rust_metrics: Option<PathBuf>,
+    /// `metrics_cost` built with `--no-default-features`.
+    rust_no_metrics: Option<PathBuf>,
+    /// `benches/c/c_submit.c` linked against `libflock.a`.
+    c_submit: Option<PathBuf>,
+    /// What failed, for the report.
+    failures: Vec<String>,
+}
+
+/// `$CARGO_TARGET_DIR`, or the workspace's `target/`.
+fn target_dir() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
+        Some(d) => std::env::current_dir().unwrap_or(root).join(d),
+        None => root.join("target"),
+    }
+}
+
+/// Runs a build step, its output on our stderr; `Err` says what failed.
+fn build_step(what: &str, cmd: &mut Command) -> Result<(), String> {
+    eprintln!("building {what}");
+    match cmd.status() {
+        Ok(st) if st.success() => Ok(()),
+        Ok(st) => Err(format!("{what}: {st}")),
+        Err(e) => Err(format!("{what}: {e}")),
+    }
+}
+
+/// Builds the subprocess binaries into `$CARGO_TARGET_DIR/bench-report/`:
+///
+/// * `cargo build --release -p flock --example metrics_cost`, copied to `metrics_cost-metrics`;
+/// * the same with `--no-default-features`, copied to `metrics_cost-no-metrics`. Same target
+///   directory: the dev-dependencies are not built a second time, and the two flock builds
+///   keep apart (different feature sets, different hashes); only the uplifted
+///   `examples/metrics_cost` is overwritten, hence the copies. Each binary says which build it
+///   is on its first line, checked in [`run_helper`];
+/// * `cargo build --release -p flock-ffi` (`libflock.a`), then `cc -O2 -std=c11
+///   benches/c/c_submit.c libflock.a` with the system libraries a static Rust library needs
+///   (`Libs.private` of `scripts/install-c.sh`), to `c_submit`.
+fn build_helpers() -> Helpers {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = target_dir();
+    let out = target.join("bench-report");
+    let mut h = Helpers::default();
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        h.failures.push(format!("{}: {e}", out.display()));
+        return h;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let uplifted = target.join("release/examples/metrics_cost");
+    for (features, name) in [
+        (None, "metrics_cost-metrics"),
+        (Some("--no-default-features"), "metrics_cost-no-metrics"),
+    ] {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .args([
+                "build",
+                "--quiet",
+                "--release",
+                "-p",
+                "flock",
+                "--example",
+                "metrics_cost",
+            ])
+            .env("CARGO_TARGET_DIR", &target);
+        cmd.args(features);
+        let what = format!("metrics_cost ({})", features.unwrap_or("default features"));
+        let dest = out.join(name);
+        let built = build_step(&what, &mut cmd).and_then(|()| {
+            std::fs::copy(&uplifted, &dest)
+                .map(drop)
+                .map_err(|e| format!("copy {}: {e}", uplifted.display()))
+        });
+        match (built, features) {
+            (Ok(()), None) => h.rust_metrics = Some(dest),
+            (Ok(()), Some(_)) => h.rust_no_metrics = Some(dest),
+            (Err(e), _) => h.failures.push(e),
+        }
+    }
+    let lib = target.join("release/libflock.a");
+    let dest = out.join("c_submit");
+    let c = build_step(
+        "libflock.a",
+        Command::new(&cargo)
+            .current_dir(root)
+            .args(["build", "--quiet", "--release", "-p", "flock-ffi"])
+            .env("CARGO_TARGET_DIR", &target),
+    )
+    .and_then(|()| {
+        build_step(
+            "benches/c/c_submit.c",
+            Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+                .current_dir(root)
+                .args([
+                    "-O2",
+                    "-std=c11",
+                    "-Wall",
+                    "-Iinclude",
+                    "benches/c/c_submit.c",
+                ])
+                .arg(&lib)
+                .args([
+                    "-lgcc_s",
+                    "-lutil",
+                    "-lrt",
+                    "-lpthread",
+                    "-lm",
+                    "-ldl",
+                    "-lc",
+                    "-o",
+                ])
+                .arg(&dest),
+        )
+    });
+    match c {
+        Ok(()) => h.c_submit = Some(dest),
+        Err(e) => h.failures.push(e),
+    }
+    h
+}
+
+/// A variant of a subprocess workload: its row's pool name, the binary, its arguments, and
+/// what its first line must say (which build, which pool).
+struct Variant<'a> {
+    pool: &'static str,
+    bin: &'a Path,
+    args: &'a [&'a str],
+    expect: &'static str,
+}
+
+/// One variant's process in `--serve` mode: it runs 1u-1Mt once per line we write.
+struct Served {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    what: String,
+}
+
+impl Served {
+    /// Starts `v` and waits until its pool is built and warmed up (its `#` line).
+    fn start(v: &Variant) -> Result<Served, String> {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let what = format!("{} {}", v.bin.display(), v.args.join(" "));
+        let mut child = Command::new(v.bin)
+            .args(["--serve", "--warmup", "1"])
+            .args(v.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{what}: {e}"))?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+        let header = stdout.next().and_then(Result::ok).unwrap_or_default();
+        if !header.starts_with('#') || !header.contains(v.expect) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{what}: expected a '# ...{}...' first line, got {header:?}",
+                v.expect
+            ));
+        }
+        Ok(Served {
+            child,
+            stdin,
+            stdout,
+            what,
+        })
+    }
+
+    /// One measured run: tasks/s.
+    fn run(&mut self) -> Result<f64, String> {
+        use std::io::Write;
+        writeln!(self.stdin, "go")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("{}: {e}", self.what))?;
+        let line = self.stdout.next().and_then(Result::ok).unwrap_or_default();
+        line.trim()
+            .parse()
+            .map_err(|_| format!("{}: expected tasks/s, got {line:?}", self.what))
+    }
+
+    /// Closes its stdin (it exits) and waits for it.
+    fn finish(self) -> Result<(), String> {
+        let Served {
+            mut child,
+            stdin,
+            what,
+            ..
+        } = self;
+        drop(stdin);
+        match child.wait() {
+            Ok(st) if st.success() => Ok(()),
+            Ok(st) => Err(format!("{what}: {st}")),
+            Err(e) => Err(format!("{what}: {e}")),
+        }
+    }
+}
+
+/// Sessions of the subprocess workloads. A session starts one fresh process per variant (each
+/// builds its pool and runs 1u-1Mt once to warm up), then runs [`ROUNDS_PER_SESSION`] rounds;
+/// a round is one measured run of every variant, one process at a time (the others' pools are
+/// idle, their workers parked), in an order rotated by one each round so that none always
+/// runs first. So the variants compared in a round ran within a few hundred milliseconds of
+/// each other, and fresh processes each session average over thread placement (on this
+/// 2-core machine a process tends to keep one speed for its lifetime).
+const SESSIONS: usize = 5;
+const ROUNDS_PER_SESSION: usize = 10;
+
+/// Runs the sessions; returns one row per variant (every measured run) and, per variant, the
+/// ratio of its run to the first variant's run in each round (paired ratios).
+fn alternate(
+    workload: &'static str,
+    variants: &[Variant],
+) -> Result<(Vec<Row>, Vec<Vec<f64>>), String> {
+    let n = variants.len();
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut paired: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for _ in 0..SESSIONS {
+        let mut procs = variants
+            .iter()
+            .map(Served::start)
+            .collect::<Result<Vec<_>, _>>()?;
+        for round in 0..ROUNDS_PER_SESSION {
+            let mut this = vec![0.0; n];
+            for k in 0..n {
+                let i = (round + k) % n;
+                this[i] = procs[i].run()?;
+            }
+            for i in 0..n {
+                values[i].push(this[i]);
+                paired[i].push(this[i] / this[0]);
+            }
+        }
+        for p in procs {
+            p.finish()?;
+        }
+    }
+    let rows = variants
+        .iter()
+        .zip(values)
+        .map(|(v, runs)| {
+            let row = Row::new(workload, v.pool, Unit::PerSec, runs);
+            eprintln!(
+                "  {workload:<12} {:<20} {}",
+                row.pool,
+                fmt_value(row.median(), Unit::PerSec)
+            );
+            row
+        })
+        .collect();
+    Ok((rows, paired))
+}
+
+/// Median and range of paired ratios, for a note.
+fn paired_note(paired: &[f64]) -> String {
+    let lo = paired.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = paired.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!(
+        "median of {} paired ratios {:.3} (range {lo:.2}–{hi:.2})",
+        paired.len(),
+        median(paired)
+    )
+}
+
+/// Runs `f` and says how many CPUs other processes kept busy meanwhile.
+fn with_others<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let (t0, b0) = (Instant::now(), busy_ticks());
+    let out = f();
+    let b1 = busy_ticks();
+    let others = (b1.0 - b0.0).saturating_sub(b1.1 - b0.1);
+    (out, others as f64 / 100.0 / t0.elapsed().as_secs_f64())
+}
+
+/// `c-submit` (workload 9): 1u-1Mt through `flock_submit` from C (`flock-c`) against the same
+/// body through `Pool::submit` from Rust (`flock`), alternating run by run ([`alternate`]).
+/// The verdict is on the median of the paired ratios (C ÷ Rust in the same round).
+fn c_submit_rows(h: &Helpers) -> Result<Vec<Row>, String> {
+    let (Some(rust), Some(c)) = (&h.rust_metrics, &h.c_submit) else {
+        return Err("c-submit: a helper did not build".into());
+    };
+    let variants = [
+        Variant {
+            pool: "flock",
+            bin: rust,
+            args: &[],
+            expect: "metrics=on latency=off",
+        },
+        Variant {
+            pool: "flock-c",
+            bin: c,
+            args: &[],
+            expect: "libflock",
+        },
+    ];
+    let (out, others) = with_others(|| alternate("c-submit", &variants));
+    let (mut rows, paired) = out?;
+    rows[0].note = format!(
+        "Pool::submit, Rust closure (metrics_cost example); others kept {others:.2} CPUs busy"
+    );
+    rows[1].note = format!(
+        "flock_submit, C callback, libflock.a; C ÷ Rust: {}",
+        paired_note(&paired[1])
+    );
+    let got = median(&paired[1]);
+    rows[1].verdict = verdict(got >= 0.9, format!("C ÷ Rust ≥0.90: {got:.3}"));
+    Ok(rows)
+}
+
+/// `metrics-cost` (workload 10): 1u-1Mt with flock as built normally (`flock`, the `metrics`
+/// feature on), with `track_latency(true)` (`flock-latency`) and built with
+/// `--no-default-features` (`flock-no-metrics`), alternating run by run ([`alternate`]).
+/// Verdicts on the medians of the paired ratios: metrics on ÷ off, latency on ÷ `flock`.
+fn metrics_cost_rows(h: &Helpers) -> Result<Vec<Row>, String> {
+    let (Some(on), Some(off)) = (&h.rust_metrics, &h.rust_no_metrics) else {
+        return Err("metrics-cost: a helper did not build".into());
+    };
+    let variants = [
+        Variant {
+            pool: "flock",
+            bin: on,
+            args: &[],
+            expect: "metrics=on latency=off",
+        },
+        Variant {
+            pool: "flock-latency",
+            bin: on,
+            args: &["--latency"],
+            expect: "metrics=on latency=on",
+        },
+        Variant {
+            pool: "flock-no-metrics",
+            bin: off,
+            args: &[],
+            expect: "metrics=off latency=off",
+        },
+    ];
+    let (out, others) = with_others(|| alternate("metrics-cost", &variants));
+    let (mut rows, paired) = out?;
+    let on_vs_off: Vec<f64> = paired[2].iter().map(|r| 1.0 / r).collect();
+    let latency_vs_off: Vec<f64> = paired[1]
+        .iter()
+        .zip(&paired[2])
+        .map(|(l, o)| l / o)
+        .collect();
+    rows[0].note = format!("metrics feature on (default); others kept {others:.2} CPUs busy");
+    rows[1].note = format!(
+        "track_latency(true); ÷ flock: {}; ÷ flock-no-metrics: median {:.3}",
+        paired_note(&paired[1]),
+        median(&latency_vs_off)
+    );
+    rows[2].note = format!(
+        "--no-default-features (counters compiled out); flock ÷ this: {}",
+        paired_note(&on_vs_off)
+    );
+    let got = median(&on_vs_off);
+    rows[2].verdict = verdict(got >= 0.95, format!("flock ÷ this ≥0.95: {got:.3}"));
+    let got = median(&paired[1]);
+    rows[1].verdict = verdict(got >= 0.85, format!("this ÷ flock ≥0.85: {got:.3}"));
+    Ok(rows)
+}
+
 /// CPU ticks busy machine-wide (`/proc/stat`) and used by this process (`/proc/self/stat`).
 fn busy_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
@@ -380,9 +760,11 @@ fn busy_ticks() -> (u64, u64) {
     let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let rest = own.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3, so utime and stime (fields 14 and 15) are at 11 and 12.
+    // `rest` starts at field 3, so utime and stime (fields 14 and 15) are at 11 and 12, and
+    // cutime and cstime (16 and 17: the children waited for, the subprocess workloads') at
+    // 13 and 14.
     let tick = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-    let own = tick(11) + tick(12);
+    let own = tick(11) + tick(12) + tick(13) + tick(14);
     (busy, own)
 }
 
@@ -479,6 +861,9 @@ fn color(pool: &str) -> &'static str {
         "flock" => "#d9480f",
         "flock-unbounded" => "#fab005",
         "flock-submit" => "#ff8787",
+        "flock-c" => "#e8590c",
+        "flock-latency" => "#ffa94d",
+        "flock-no-metrics" => "#a61e4d",
         "rayon" => "#1c7ed6",
         "rayon-scope" => "#74c0fc",
         "threadpool" => "#2f9e44",
@@ -712,6 +1097,13 @@ fn svg(rows: &[Row], m: &Machine) -> String {
 }
 
 fn main() {
+    // The subprocess binaries are built before the clock and the CPU accounting start.
+    let built = Instant::now();
+    let helpers = build_helpers();
+    let build_took = built.elapsed();
+    for f in &helpers.failures {
+        eprintln!("bench_report: build failed: {f}");
+    }
     let start = Instant::now();
     let ticks_before = busy_ticks();
     let mut m = machine();
@@ -725,13 +1117,30 @@ fn main() {
     rows.extend(fib_rows());
     rows.extend(burst_rows());
     rows.extend(wake_rows());
-    rows.extend(idle); // listed last, as numbered in docs/bench.md
+    rows.extend(idle); // after wake-latency, as numbered in docs/bench.md
+    let mut skipped = helpers.failures.clone();
+    for sub in [c_submit_rows(&helpers), metrics_cost_rows(&helpers)] {
+        match sub {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                eprintln!("bench_report: left out: {e}");
+                skipped.push(e);
+            }
+        }
+    }
     let took = start.elapsed();
     let ticks_after = busy_ticks();
     let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);
     // Ticks are 1/100 s (`getconf CLK_TCK`).
     m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
     print!("{}", markdown(&rows, &m, took));
+    println!(
+        "\nThe subprocess binaries (c-submit, metrics-cost) were built in {:.0} s before the clock started.",
+        build_took.as_secs_f64()
+    );
+    for e in &skipped {
+        println!("Left out: {e}");
+    }
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/bench.svg");
     std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).expect("docs/");
     std::fs::write(path, svg(&rows, &m)).expect("write docs/bench.svg");

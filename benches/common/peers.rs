@@ -43,6 +43,12 @@ impl Flock {
         )
     }
 
+    /// The default configuration with `track_latency(true)`: every task's queue wait and run
+    /// time go into the latency histograms (`metrics-cost`, variant (b)).
+    pub fn latency() -> Self {
+        Flock::with(flock::Pool::builder().track_latency(true), "flock-latency")
+    }
+
     fn with(builder: flock::PoolBuilder, name: &'static str) -> Self {
         let pool = builder
             .workers(super::workers())
