@@ -103,18 +103,18 @@ fn overload_with_stalled_workers_stays_bounded() {
             }
         });
         let acc = accepted.load(Ordering::SeqCst);
+        let rejected_full = pool.stats().rejected_full as usize;
+        // Release the workers before any assertion, so a failure cannot leave them stalled
+        // (and the pool's drop waiting for them).
+        gate.open();
+        pool.wait().unwrap();
         assert!(
             acc <= capacity + workers,
             "accepted {acc} > capacity + workers"
         );
-        let stats = pool.stats();
-        assert_eq!(
-            stats.rejected_full as usize,
-            offered - acc,
-            "the rest was refused"
-        );
-        gate.open();
-        pool.wait().unwrap();
+        if cfg!(feature = "metrics") {
+            assert_eq!(rejected_full, offered - acc, "the rest was refused");
+        }
         assert_eq!(
             ran.load(Ordering::SeqCst),
             acc,
