@@ -1,17 +1,20 @@
 //! A one-shot "done" signal that can be probed, waited on, and freed right after it opens.
 //!
 //! Latches live inside `join`'s stack jobs and scopes, so the waiter may free the latch the
-//! moment it sees it set. The setter therefore does all its work while holding the latch's
-//! mutex, and a waiter that saw the flag takes the mutex once before returning: the setter is
-//! then past its last touch of the latch (its unlock). `set` takes a raw pointer, not `&self`:
-//! a reference argument would stay protected until `set` returns, and freeing its memory
-//! before then is undefined behaviour (Miri's Stacked Borrows caught exactly that).
+//! moment it sees it set. The setter's very last touch of the latch is therefore a one-byte
+//! atomic store to `done`, after its unlock, and `wait` returns only once it sees `done`.
+//! `set` takes a raw pointer, not `&self`: a reference argument (or the `MutexGuard`'s
+//! reference to the mutex, while the guard drops) stays protected until its function returns,
+//! and freeing that memory before then is undefined behaviour. Miri's Stacked Borrows caught
+//! both; an `&AtomicU8` has no bytes outside its `UnsafeCell`, so the final store is safe.
 
 use crate::sync::{AtomicU8, Condvar, Mutex, Ordering};
 
 pub(crate) struct Latch {
     /// Fast-path copy of `*set`, for probing without the lock.
     flag: AtomicU8,
+    /// Set by the setter after everything else: from then on it does not touch the latch.
+    done: AtomicU8,
     set: Mutex<bool>,
     cond: Condvar,
 }
@@ -20,6 +23,7 @@ impl Latch {
     pub(crate) fn new() -> Latch {
         Latch {
             flag: AtomicU8::new(0),
+            done: AtomicU8::new(0),
             set: Mutex::new(false),
             cond: Condvar::new(),
         }
@@ -40,7 +44,11 @@ impl Latch {
         // before (a join result, a scope's last panic).
         flag.store(1, Ordering::Release);
         cond.notify_all();
-        drop(set); // the last touch of the latch
+        drop(set);
+        // The last touch. Release: pairs with the Acquire load in `wait`, so a waiter that
+        // sees it knows the unlock above is complete.
+        // SAFETY: no waiter returns (and frees the latch) before it sees this store.
+        unsafe { (*this).done.store(1, Ordering::Release) };
     }
 
     /// Whether the latch is open. Does not make it safe to free the latch; `wait` does.
@@ -54,6 +62,11 @@ impl Latch {
         let mut set = self.set.lock();
         while !*set {
             self.cond.wait(&mut set);
+        }
+        drop(set);
+        // The setter is past its unlock; only its final store is left.
+        while self.done.load(Ordering::Acquire) == 0 {
+            crate::sync::thread::yield_now();
         }
     }
 }

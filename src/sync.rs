@@ -60,6 +60,14 @@ pub(crate) mod thread {
         }
     }
 
+    /// Lets other threads run (loom's yield under loom, so models can make progress).
+    pub(crate) fn yield_now() {
+        #[cfg(not(flock_loom))]
+        std::thread::yield_now();
+        #[cfg(flock_loom)]
+        loom::thread::yield_now();
+    }
+
     /// Whether a thread has finished (loom cannot tell; it says no).
     pub(crate) fn is_finished(handle: &JoinHandle<()>) -> bool {
         #[cfg(not(flock_loom))]
