@@ -31,9 +31,14 @@ for seed in $seeds; do
     fi
     grep -E "^test result" "$log"
 done
-echo "== miri (seed 1, real crossbeam deques, permissive provenance for crossbeam-epoch)"
+# The real crossbeam deques: crossbeam-epoch needs permissive provenance (tagged pointers),
+# Tree Borrows (its intrusive list's container-of `element_of` breaks Stacked Borrows), and
+# leak checks off (its process-global collector keeps thread registrations and deferred bags
+# for the life of the process). crossbeam's own Miri runs make the same allowances. flock's
+# own code is checked strictly, with leak checks, in the passes above.
+echo "== miri (seed 1, real crossbeam deques: permissive provenance, Tree Borrows, epoch leaks ignored)"
 log=$(mktemp)
-if ! RUSTFLAGS="--cfg flock_miri_crossbeam" MIRIFLAGS="-Zmiri-seed=1 -Zmiri-disable-isolation" \
+if ! RUSTFLAGS="--cfg flock_miri_crossbeam" MIRIFLAGS="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
     CARGO_TARGET_DIR="$CARGO_TARGET_DIR/crossbeam" \
     cargo +nightly miri test -p flock --lib --test spawn --test scope_join --test panics --test stress \
     >"$log" 2>&1; then
