@@ -19,6 +19,8 @@ pub fn watchdog<R: Send + 'static>(
         let _ = tx.send(());
         r
     });
+    // Miri runs code hundreds of times slower: a hang still fails, only later.
+    let secs = if cfg!(miri) { secs * 20 } else { secs };
     match rx.recv_timeout(Duration::from_secs(secs)) {
         Ok(()) => t.join().unwrap(),
         Err(mpsc::RecvTimeoutError::Disconnected) => match t.join() {
