@@ -243,12 +243,11 @@ impl Pool {
         RA: Send,
         RB: Send,
     {
-        let inside = with_current(|w| w.is_some_and(|w| w.is_in(&self.registry)));
-        if inside {
-            with_current(|w| crate::join::join_on_worker(w.expect("checked above"), a, b))
-        } else {
-            crate::join::join_from_outside(&self.registry, a, b)
-        }
+        // One thread-local lookup: this is the fork-join hot path.
+        with_current(|w| match w {
+            Some(w) if w.is_in(&self.registry) => crate::join::join_on_worker(w, a, b),
+            _ => crate::join::join_from_outside(&self.registry, a, b),
+        })
     }
 
     /// Blocks until every task accepted so far has finished (or was dropped); the pool stays

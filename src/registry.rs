@@ -166,6 +166,8 @@ impl Registry {
         let mut guard = self.room_lock.lock();
         let mut timed_out = false;
         let result = loop {
+            // Read under `room_lock`: `begin_shutdown` raises the flag before it takes
+            // `room_lock` to notify, so we either see it here or are waiting when it notifies.
             if self.shutdown.load(Ordering::SeqCst) != RUNNING {
                 break Err(RejectReason::Shutdown);
             }
@@ -372,6 +374,8 @@ impl Registry {
 
     /// Whether a worker with nothing to do may exit: shutdown asked and nothing outstanding.
     pub(crate) fn may_exit(&self) -> bool {
+        // Pairs with the store in `begin_shutdown` (Acquire would do): having seen the flag we
+        // see the close before it, so `outstanding` counts every entry made before the close.
         self.shutdown.load(Ordering::SeqCst) != RUNNING && self.counters.outstanding() == 0
     }
 
