@@ -1,0 +1,293 @@
+//! The global pool: the free functions run tasks, one pool per process, FLOCK_WORKERS.
+//!
+//! The global pool is per process, so whatever must see it fresh (built under a given
+//! FLOCK_WORKERS, raced by its first callers, shut down) runs in a child process: the test
+//! re-runs this binary on `child_process_checks` alone with `FLOCK_GLOBAL_CHILD` naming the
+//! case, and asserts on the child's exit status and output. Tests in this process only use
+//! the pool, never shut it down.
+
+mod common;
+
+use common::watchdog;
+use flock::{BuildError, JoinError, RejectReason};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// Set in a child process to the name of the case it checks.
+const CHILD_VAR: &str = "FLOCK_GLOBAL_CHILD";
+/// The test that runs a child's checks; keep equal to the function's name.
+const CHILD_TEST: &str = "child_process_checks";
+/// What a child prints once its checks passed, so a parent knows they ran.
+const CHILD_OK: &str = "flock-global-child: checks passed:";
+
+#[test]
+fn submit_runs_the_task() {
+    watchdog(30, "global submit", || {
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100u32 {
+            let tx = tx.clone();
+            flock::submit(move || tx.send(i).unwrap()).unwrap();
+        }
+        drop(tx);
+        let mut got: Vec<u32> = rx.iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn spawn_runs_the_task_and_join_returns_its_value() {
+    watchdog(30, "global spawn", || {
+        let handles: Vec<_> = (0..100u64).map(|i| flock::spawn(move || i * 2)).collect();
+        let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(total, 2 * 4950);
+    });
+}
+
+#[test]
+fn global_returns_the_same_pool_every_time() {
+    let first = flock::global();
+    assert!(std::ptr::eq(first, flock::global()));
+    assert!(std::ptr::eq(first, flock::try_global().unwrap()));
+    let from_a_thread = std::thread::spawn(|| flock::global() as *const flock::Pool as usize);
+    assert_eq!(
+        from_a_thread.join().unwrap(),
+        first as *const flock::Pool as usize
+    );
+    // A task on the global pool sees the same pool too.
+    let from_a_task = flock::spawn(|| flock::global() as *const flock::Pool as usize);
+    assert_eq!(
+        from_a_task.join().unwrap(),
+        first as *const flock::Pool as usize
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn concurrent_first_calls_get_one_pool() {
+    expect_child_ok("race", None);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn flock_workers_sets_the_worker_count() {
+    expect_child_ok("workers_3", Some("3"));
+    expect_child_ok("workers_3", Some(" 3\n"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn empty_flock_workers_means_the_default() {
+    expect_child_ok("default_workers", Some(""));
+    expect_child_ok("default_workers", None);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn invalid_flock_workers_is_an_invalid_env_error_and_not_cached() {
+    expect_child_ok("invalid", Some("0"));
+    expect_child_ok("invalid", Some("abc"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn too_many_workers_is_the_builders_error() {
+    expect_child_ok("too_many", Some("999999999"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn global_panics_naming_flock_workers() {
+    for value in ["0", "abc"] {
+        let out = run_child("panic", Some(value));
+        assert!(
+            !out.success,
+            "FLOCK_WORKERS={value:?}: the child should panic\n{out}"
+        );
+        assert!(
+            out.stderr
+                .contains("flock: could not start the global pool: FLOCK_WORKERS=")
+                && out.stderr.contains(&format!("{value:?} is not valid")),
+            "FLOCK_WORKERS={value:?}: the panic names the variable and its value\n{out}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn shutting_the_global_pool_down_refuses_later_tasks() {
+    expect_child_ok("shutdown", None);
+}
+
+/// The child's side: does the checks of the case named by `FLOCK_GLOBAL_CHILD`, and nothing
+/// when it is not set (the ordinary run of this binary).
+#[test]
+fn child_process_checks() {
+    let Ok(case) = std::env::var(CHILD_VAR) else {
+        return;
+    };
+    let workers = std::env::var("FLOCK_WORKERS").unwrap_or_default();
+    match case.as_str() {
+        "race" => child_race(),
+        "workers_3" => assert_eq!(flock::global().workers(), 3),
+        "default_workers" => {
+            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+            assert_eq!(flock::global().workers(), cpus);
+        }
+        "invalid" => child_invalid(&workers),
+        "too_many" => {
+            let err = flock::try_global().unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    BuildError::TooManyWorkers {
+                        requested: 999_999_999,
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+        }
+        "panic" => {
+            flock::global();
+            unreachable!("global() returned under FLOCK_WORKERS={workers:?}");
+        }
+        "shutdown" => child_shutdown(),
+        other => panic!("unknown {CHILD_VAR} case {other:?}"),
+    }
+    println!("{CHILD_OK} {case}");
+}
+
+/// Eight threads make the process's first calls at once; all get the same pool.
+fn child_race() {
+    let barrier = Arc::new(Barrier::new(8));
+    let callers: Vec<_> = (0..8)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                flock::global() as *const flock::Pool as usize
+            })
+        })
+        .collect();
+    let pools: Vec<usize> = callers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(pools.iter().all(|&p| p == pools[0]), "{pools:x?}");
+    assert_eq!(pools[0], flock::global() as *const flock::Pool as usize);
+}
+
+/// An invalid FLOCK_WORKERS is `InvalidEnv` holding its value, every time it is tried; once
+/// fixed, the next call builds the pool.
+fn child_invalid(workers: &str) {
+    for _ in 0..2 {
+        match flock::try_global() {
+            Err(BuildError::InvalidEnv { var, value }) => {
+                assert_eq!((var, value.as_str()), ("FLOCK_WORKERS", workers));
+            }
+            other => panic!("FLOCK_WORKERS={workers:?} gave {other:?}"),
+        }
+    }
+    let panic = std::panic::catch_unwind(flock::global).unwrap_err();
+    let message = panic.downcast_ref::<String>().expect("a formatted message");
+    assert!(message.contains("FLOCK_WORKERS"), "{message}");
+    // Only this test runs in the child, so nothing else reads the environment meanwhile.
+    std::env::set_var("FLOCK_WORKERS", "2");
+    assert_eq!(flock::try_global().unwrap().workers(), 2);
+}
+
+/// After `global().shutdown()`, the free functions' tasks are refused and handed back.
+fn child_shutdown() {
+    let (tx, rx) = mpsc::channel();
+    flock::submit(move || tx.send(1).unwrap()).unwrap();
+    flock::global().shutdown().unwrap();
+    assert_eq!(
+        rx.recv().unwrap(),
+        1,
+        "a task accepted before the shutdown ran"
+    );
+    assert!(flock::global().is_shutdown());
+    let (tx, rx) = mpsc::channel();
+    let refused = flock::submit(move || tx.send(2).unwrap()).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::Shutdown);
+    refused.into_inner()();
+    assert_eq!(rx.recv().unwrap(), 2);
+    match flock::spawn(|| 3).join() {
+        Err(JoinError::Refused(RejectReason::Shutdown)) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// How a child process ended.
+struct ChildOutput {
+    success: bool,
+    status: String,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for ChildOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "child {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `child_process_checks` in a fresh process for `case`, with FLOCK_WORKERS set to
+/// `workers` or unset. A child still running after 60 s is killed and fails the test (a hang
+/// guard, not a timing check).
+fn run_child(case: &str, workers: Option<&str>) -> ChildOutput {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_VAR, case)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match workers {
+        Some(value) => cmd.env("FLOCK_WORKERS", value),
+        None => cmd.env_remove("FLOCK_WORKERS"),
+    };
+    let mut child = cmd.spawn().expect("start the child");
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("watchdog: child {case:?} did not finish within 60s (hang)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    ChildOutput {
+        success: status.success(),
+        status: status.to_string(),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own, so a chatty child never blocks on it.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// Runs the child for `case` and asserts it passed its checks.
+fn expect_child_ok(case: &str, workers: Option<&str>) {
+    let out = run_child(case, workers);
+    assert!(
+        out.success && out.stdout.contains(&format!("{CHILD_OK} {case}")),
+        "case {case:?} with FLOCK_WORKERS={workers:?}\n{out}"
+    );
+}
