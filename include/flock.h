@@ -76,6 +76,12 @@ enum flock_status {
     // An argument is out of its range: a worker index not below the pool's worker count, or
     // a value that is not one of its enumeration's constants.
     FLOCK_ERR_INVALID_ARGUMENT = 9,
+    // The lane named (by index or name) does not exist in this pool: the task was not
+    // accepted.
+    FLOCK_ERR_UNKNOWN_LANE = 10,
+    // flock_wait: the pool is paused with tasks outstanding, which would not start before
+    // flock_resume; waiting could last forever.
+    FLOCK_ERR_PAUSED = 11,
 };
 
 // What a worker is doing.

@@ -1,12 +1,11 @@
 //! `PoolBuilder`: every knob, checked before a thread starts.
 
-use crate::deque::Worker as Deque;
+use crate::lane::MAX_LANES;
 use crate::registry::Registry;
 use crate::sleep::MAX_WORKERS;
 use crate::sync::Arc;
-use crate::sync::{thread, Condvar, Mutex};
 use crate::unwind::TaskPanic;
-use crate::{BuildError, Pool};
+use crate::{BuildError, Pool, ResizeError};
 use std::fmt;
 use std::time::Duration;
 
@@ -53,7 +52,7 @@ pub const DEFAULT_SPIN_LIMIT: u32 = 20;
 
 // Callbacks are configuration, not protocol: std's `Arc` (loom's cannot hold `dyn`).
 type IndexFn = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
-type NameFn = std::sync::Arc<dyn Fn(usize) -> String + Send + Sync>;
+pub(crate) type NameFn = std::sync::Arc<dyn Fn(usize) -> String + Send + Sync>;
 type PanicFn = std::sync::Arc<dyn Fn(TaskPanic) + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,11 +94,16 @@ pub struct PoolBuilder {
     panic_handler: Option<PanicFn>,
     max_spawned_threads: Option<usize>,
     track_latency: bool,
+    lanes: Option<Vec<(String, u32)>>,
+    max_workers: Option<usize>,
 }
 
 /// The checked configuration the registry runs on.
 pub(crate) struct Config {
+    /// Workers at build time (`Registry::target` holds the current number).
     pub(crate) workers: usize,
+    /// Worker slots: the most workers `resize` may ask for.
+    pub(crate) max_workers: usize,
     pub(crate) capacity: usize,
     pub(crate) when_full: Backpressure,
     pub(crate) block_timeout: Option<Duration>,
@@ -110,6 +114,11 @@ pub(crate) struct Config {
     pub(crate) panic_handler: Option<PanicFn>,
     pub(crate) max_spawned_threads: usize,
     pub(crate) track_latency: bool,
+    /// `(name, weight)` of each lane; at least one.
+    pub(crate) lanes: Vec<(String, u32)>,
+    pub(crate) fifo: bool,
+    pub(crate) thread_name: NameFn,
+    pub(crate) stack_size: Option<usize>,
 }
 
 impl Default for PoolBuilder {
@@ -129,6 +138,8 @@ impl Default for PoolBuilder {
             panic_handler: None,
             max_spawned_threads: None,
             track_latency: false,
+            lanes: None,
+            max_workers: None,
         }
     }
 }
@@ -145,6 +156,8 @@ impl fmt::Debug for PoolBuilder {
             .field("pinning", &self.pinning)
             .field("stack_size", &self.stack_size)
             .field("track_latency", &self.track_latency)
+            .field("lanes", &self.lanes)
+            .field("max_workers", &self.max_workers)
             .finish_non_exhaustive()
     }
 }
@@ -382,6 +395,52 @@ impl PoolBuilder {
         self
     }
 
+    /// Priority lanes, as `(name, weight)` pairs. Default: one lane, `"default"`, weight 1.
+    ///
+    /// When several lanes have queued work, each worker shares its time between them in
+    /// proportion to their weights (start-time fair queueing over the run time of each lane's
+    /// tasks), FIFO within a lane. A lane with nothing queued costs nothing and saves no
+    /// credit for later; a busy low-weight lane still gets its share, so it never starves;
+    /// a lane that becomes busy is served at each worker's next task boundary if it is
+    /// behind. Tasks go to a lane with [`Pool::submit_to`] / [`Pool::spawn_to`]; tasks
+    /// submitted from inside a task go to that task's lane. [`Pool::submit`] from outside uses
+    /// the first lane. At most [`MAX_LANES`] lanes; weights are 1 or more; names differ.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder()
+    ///     .lanes(&[("interactive", 8), ("batch", 1)])
+    ///     .build()
+    ///     .unwrap();
+    /// pool.submit_to("batch", || ()).unwrap();
+    /// pool.submit_to("interactive", || ()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.stats().lanes[1].executed, 1);
+    /// ```
+    pub fn lanes(mut self, lanes: &[(&str, u32)]) -> Self {
+        self.lanes = Some(
+            lanes
+                .iter()
+                .map(|&(name, weight)| (name.to_owned(), weight))
+                .collect(),
+        );
+        self
+    }
+
+    /// The most workers [`Pool::resize`] may grow the pool to. Default: the larger of the
+    /// starting worker count and the number of CPUs this process may run on. Each allowed
+    /// worker has its slot (a deque per lane, a counter shard, a parker) from the start, so
+    /// resizing never reallocates what running workers read.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).max_workers(8).build().unwrap();
+    /// pool.resize(8).unwrap();
+    /// assert_eq!(pool.workers(), 8);
+    /// ```
+    pub fn max_workers(mut self, n: usize) -> Self {
+        self.max_workers = Some(n);
+        self
+    }
+
     /// Checks the configuration and starts the workers. Returns once every worker is running
     /// (and pinned, when asked).
     pub fn build(self) -> Result<Pool, BuildError> {
@@ -408,9 +467,36 @@ impl PoolBuilder {
         if max_spawned_threads == 0 && self.when_full == Backpressure::SpawnThread {
             return Err(BuildError::ZeroSpawnThreads);
         }
-        let cores = resolve_cores(&self.pinning, workers)?;
+        let max_workers = match self.max_workers {
+            Some(max) if max < workers => {
+                return Err(BuildError::MaxWorkersBelowWorkers {
+                    workers,
+                    max_workers: max,
+                })
+            }
+            Some(max) if max > MAX_WORKERS => {
+                return Err(BuildError::TooManyWorkers {
+                    requested: max,
+                    max: MAX_WORKERS,
+                })
+            }
+            Some(max) => max,
+            None => {
+                let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+                workers.max(cpus.min(MAX_WORKERS))
+            }
+        };
+        let lanes = check_lanes(
+            self.lanes
+                .unwrap_or_else(|| vec![("default".to_owned(), 1)]),
+        )?;
+        let cores = resolve_cores(&self.pinning, max_workers)?;
+        let thread_name = self
+            .thread_name
+            .unwrap_or_else(|| std::sync::Arc::new(|i| format!("flock-worker-{i}")));
         let cfg = Config {
             workers,
+            max_workers,
             capacity: self.capacity,
             when_full: self.when_full,
             block_timeout: self.block_timeout,
@@ -421,12 +507,34 @@ impl PoolBuilder {
             panic_handler: self.panic_handler,
             max_spawned_threads,
             track_latency: self.track_latency,
+            lanes,
+            fifo: self.fifo,
+            thread_name,
+            stack_size: self.stack_size,
         };
-        let thread_name = self
-            .thread_name
-            .unwrap_or_else(|| std::sync::Arc::new(|i| format!("flock-worker-{i}")));
-        start(cfg, self.fifo, &*thread_name, self.stack_size)
+        start(cfg)
     }
+}
+
+fn check_lanes(lanes: Vec<(String, u32)>) -> Result<Vec<(String, u32)>, BuildError> {
+    if lanes.is_empty() {
+        return Err(BuildError::NoLanes);
+    }
+    if lanes.len() > MAX_LANES {
+        return Err(BuildError::TooManyLanes {
+            requested: lanes.len(),
+            max: MAX_LANES,
+        });
+    }
+    for (i, (name, weight)) in lanes.iter().enumerate() {
+        if *weight == 0 {
+            return Err(BuildError::ZeroLaneWeight { lane: name.clone() });
+        }
+        if lanes[..i].iter().any(|(other, _)| other == name) {
+            return Err(BuildError::DuplicateLane { lane: name.clone() });
+        }
+    }
+    Ok(lanes)
 }
 
 /// The core each worker is pinned to, or `None` without pinning.
@@ -455,87 +563,21 @@ fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>
 }
 
 /// Starts the workers of a checked configuration and waits until each reports in.
-fn start(
-    cfg: Config,
-    fifo: bool,
-    name: &(dyn Fn(usize) -> String + Send + Sync),
-    stack: Option<usize>,
-) -> Result<Pool, BuildError> {
+fn start(cfg: Config) -> Result<Pool, BuildError> {
     let workers = cfg.workers;
-    let deques: Vec<Deque<crate::job::Job>> = (0..workers)
-        .map(|_| {
-            if fifo {
-                Deque::new_fifo()
-            } else {
-                Deque::new_lifo()
-            }
-        })
-        .collect();
-    let stealers = deques.iter().map(Deque::stealer).collect();
-    let cores = cfg.cores.clone();
-    let registry = Arc::new(Registry::new(cfg, stealers));
-    let startup = Arc::new(Startup {
-        state: Mutex::new((0, None)),
-        cond: Condvar::new(),
-    });
-    for (index, local) in deques.into_iter().enumerate() {
-        let core = cores.as_ref().map(|c| c[index]);
-        let (reg, startup) = (registry.clone(), startup.clone());
-        let spawned = thread::spawn(name(index), stack, move || {
-            crate::worker::run(reg, index, local, core, move |pinned| {
-                startup.report(index, pinned)
-            })
-        });
-        match spawned {
-            Ok(handle) => registry.add_thread(handle),
-            Err(e) => {
-                registry.set_live(index);
-                return Err(abort_start(registry, BuildError::ThreadSpawn(e)));
-            }
+    let registry = Arc::new(Registry::new(cfg));
+    match Registry::resize(&registry, workers) {
+        Ok(()) => Ok(Pool::from_registry(registry)),
+        Err(e) => {
+            let err = match e {
+                ResizeError::ThreadSpawn(e) => BuildError::ThreadSpawn(e),
+                ResizeError::PinFailed { worker, core } => BuildError::PinFailed { worker, core },
+                other => unreachable!("a new pool's first start cannot fail with {other:?}"),
+            };
+            registry.begin_shutdown(false);
+            registry.await_workers(None);
+            registry.join_threads();
+            Err(err)
         }
     }
-    let failed = startup.wait_for(workers);
-    if let Some(worker) = failed {
-        let core = cores.as_ref().map_or(0, |c| c[worker]);
-        return Err(abort_start(
-            registry,
-            BuildError::PinFailed { worker, core },
-        ));
-    }
-    Ok(Pool::from_registry(registry))
-}
-
-/// Workers report in here once pinned (or not), before they run anything.
-struct Startup {
-    /// (workers reported, first worker whose pinning failed)
-    state: Mutex<(usize, Option<usize>)>,
-    cond: Condvar,
-}
-
-impl Startup {
-    fn report(&self, index: usize, pinned: bool) {
-        let mut state = self.state.lock();
-        state.0 += 1;
-        if !pinned && state.1.is_none() {
-            state.1 = Some(index);
-        }
-        self.cond.notify_all();
-    }
-
-    /// Waits for `n` reports; returns the first worker that could not be pinned.
-    fn wait_for(&self, n: usize) -> Option<usize> {
-        let mut state = self.state.lock();
-        while state.0 < n {
-            self.cond.wait(&mut state);
-        }
-        state.1
-    }
-}
-
-/// Stops the workers a failed build already started, and returns its error.
-fn abort_start(registry: Arc<Registry>, err: BuildError) -> BuildError {
-    registry.begin_shutdown(false);
-    registry.await_workers(None);
-    registry.join_threads();
-    err
 }

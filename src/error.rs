@@ -19,6 +19,8 @@ pub enum RejectReason {
     Timeout,
     /// The pool is shutting down or has shut down.
     Shutdown,
+    /// [`Pool::submit_to`](crate::Pool::submit_to) named a lane this pool does not have.
+    UnknownLane,
 }
 
 impl fmt::Display for RejectReason {
@@ -27,6 +29,7 @@ impl fmt::Display for RejectReason {
             RejectReason::Full => "the pool's queue is full",
             RejectReason::Timeout => "the pool's queue stayed full for the whole block timeout",
             RejectReason::Shutdown => "the pool is shut down",
+            RejectReason::UnknownLane => "no lane of that name or index in this pool",
         })
     }
 }
@@ -81,6 +84,133 @@ impl<F> fmt::Display for SubmitError<F> {
 
 impl<F> std::error::Error for SubmitError<F> {}
 
+/// Tasks of a [`Pool::submit_batch`](crate::Pool::submit_batch) that the pool did not accept,
+/// handed back in order, with how many before them were accepted.
+///
+/// ```
+/// use flock::{Pool, RejectReason};
+/// let pool = Pool::new();
+/// pool.shutdown().unwrap();
+/// let err = pool.submit_batch((0..3).map(|i| move || drop(i))).unwrap_err();
+/// assert_eq!((err.accepted(), err.reason()), (0, RejectReason::Shutdown));
+/// assert_eq!(err.into_rejected().len(), 3); // nothing lost
+/// ```
+pub struct BatchError<F> {
+    accepted: usize,
+    reason: RejectReason,
+    rejected: Vec<F>,
+}
+
+impl<F> BatchError<F> {
+    pub(crate) fn new(accepted: usize, reason: RejectReason, rejected: Vec<F>) -> Self {
+        BatchError {
+            accepted,
+            reason,
+            rejected,
+        }
+    }
+
+    /// How many tasks, from the start of the batch, the pool accepted (they run).
+    pub fn accepted(&self) -> usize {
+        self.accepted
+    }
+
+    /// Why the first refused task was refused.
+    pub fn reason(&self) -> RejectReason {
+        self.reason
+    }
+
+    /// The refused task and every task after it in the batch, unrun, in order.
+    pub fn into_rejected(self) -> Vec<F> {
+        self.rejected
+    }
+}
+
+impl<F> fmt::Debug for BatchError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchError")
+            .field("accepted", &self.accepted)
+            .field("reason", &self.reason)
+            .field("rejected", &self.rejected.len())
+            .finish()
+    }
+}
+
+impl<F> fmt::Display for BatchError<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} task(s) of the batch refused after {} accepted: {}",
+            self.rejected.len(),
+            self.accepted,
+            self.reason
+        )
+    }
+}
+
+impl<F> std::error::Error for BatchError<F> {}
+
+/// Why [`Pool::resize`](crate::Pool::resize) did not change the worker count.
+///
+/// ```
+/// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();
+/// assert!(matches!(pool.resize(0), Err(flock::ResizeError::ZeroWorkers)));
+/// assert!(matches!(pool.resize(5), Err(flock::ResizeError::TooManyWorkers { requested: 5, max: 4 })));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ResizeError {
+    /// `resize(0)`: a pool needs at least one worker (use [`Pool::pause`](crate::Pool::pause)
+    /// to stop starting tasks).
+    ZeroWorkers,
+    /// More workers than the pool's [`max_workers`](crate::PoolBuilder::max_workers).
+    TooManyWorkers {
+        /// The number asked for.
+        requested: usize,
+        /// The pool's `max_workers`.
+        max: usize,
+    },
+    /// The pool is shutting down or has shut down.
+    Shutdown,
+    /// The OS refused to start a worker thread; the workers started before it keep running.
+    ThreadSpawn(std::io::Error),
+    /// The OS refused to pin a new worker to its core; that worker was not added.
+    PinFailed {
+        /// The worker's index.
+        worker: usize,
+        /// The core it was to be pinned to.
+        core: usize,
+    },
+}
+
+impl fmt::Display for ResizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResizeError::ZeroWorkers => {
+                f.write_str("resize(0): a pool needs at least one worker; use pause() to stop starting tasks")
+            }
+            ResizeError::TooManyWorkers { requested, max } => write!(
+                f,
+                "resize({requested}) is more than this pool's max_workers ({max}); build it with a larger max_workers"
+            ),
+            ResizeError::Shutdown => f.write_str("the pool is shut down"),
+            ResizeError::ThreadSpawn(e) => write!(f, "could not start a worker thread: {e}"),
+            ResizeError::PinFailed { worker, core } => {
+                write!(f, "the OS refused to pin worker {worker} to core {core}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ResizeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ResizeError::ThreadSpawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Why a wait (or a shutdown, which waits) did not complete.
 ///
 /// ```
@@ -97,6 +227,9 @@ pub enum WaitError {
     /// The timeout passed first. For a shutdown, the pool keeps draining; the threads are
     /// joined by a later shutdown call or when the `Pool` is dropped.
     Timeout,
+    /// The pool is paused with tasks outstanding: queued tasks would not start before
+    /// [`Pool::resume`](crate::Pool::resume), so waiting could last forever.
+    Paused,
 }
 
 impl fmt::Display for WaitError {
@@ -107,6 +240,9 @@ impl fmt::Display for WaitError {
                  call it from outside the pool"
             }
             WaitError::Timeout => "the timeout passed before the pool finished",
+            WaitError::Paused => {
+                "the pool is paused with tasks outstanding; resume() it before waiting"
+            }
         })
     }
 }
@@ -226,6 +362,39 @@ pub enum BuildError {
     },
     /// The OS refused to start a worker thread.
     ThreadSpawn(std::io::Error),
+    /// `lanes(&[])`: a pool needs at least one lane.
+    NoLanes,
+    /// More lanes than [`MAX_LANES`](crate::MAX_LANES).
+    TooManyLanes {
+        /// The number asked for.
+        requested: usize,
+        /// The largest accepted number.
+        max: usize,
+    },
+    /// A lane with weight 0 would never be served.
+    ZeroLaneWeight {
+        /// The lane's name.
+        lane: String,
+    },
+    /// Two lanes share a name.
+    DuplicateLane {
+        /// The repeated name.
+        lane: String,
+    },
+    /// `max_workers` is below the starting number of workers.
+    MaxWorkersBelowWorkers {
+        /// The starting number of workers.
+        workers: usize,
+        /// The `max_workers` asked for.
+        max_workers: usize,
+    },
+    /// An environment variable read by [`global`](crate::global) does not hold a valid value.
+    InvalidEnv {
+        /// The variable's name.
+        var: &'static str,
+        /// What it holds.
+        value: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -256,6 +425,21 @@ impl fmt::Display for BuildError {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
             }
             BuildError::ThreadSpawn(e) => write!(f, "could not start a worker thread: {e}"),
+            BuildError::NoLanes => f.write_str("lanes(&[]) names no lane; pass at least one (name, weight)"),
+            BuildError::TooManyLanes { requested, max } => {
+                write!(f, "{requested} lanes is more than the {max} flock supports; pass at most {max}")
+            }
+            BuildError::ZeroLaneWeight { lane } => {
+                write!(f, "lane {lane:?} has weight 0 and would never run; give it a weight of 1 or more")
+            }
+            BuildError::DuplicateLane { lane } => write!(f, "lane name {lane:?} is given twice; lane names must differ"),
+            BuildError::MaxWorkersBelowWorkers { workers, max_workers } => write!(
+                f,
+                "max_workers({max_workers}) is below workers({workers}); pass at least {workers}"
+            ),
+            BuildError::InvalidEnv { var, value } => {
+                write!(f, "{var}={value:?} is not valid; set it to a whole number of workers, 1 or more, or unset it")
+            }
         }
     }
 }

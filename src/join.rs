@@ -109,7 +109,7 @@ where
                 std::mem::forget(job); // just our own address; `run_here` does the work
                 break job_b.run_here();
             }
-            Some(job) => worker.execute(job),
+            Some(job) => worker.execute(job, worker.lane()),
             None => {
                 worker.wait_until(&job_b.latch);
                 break job_b.take_result();
@@ -141,7 +141,7 @@ where
     });
     // SAFETY: we block on the latch below before `job` can go out of scope.
     let queued = unsafe { job.as_job(COUNTED) };
-    Registry::dispatch(registry, shard, route, queued);
+    Registry::dispatch(registry, shard, route, queued, 0);
     job.latch.wait();
     job.take_result().unwrap_or_else(|p| resume_unwind(p))
 }

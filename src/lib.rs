@@ -24,8 +24,10 @@
 mod builder;
 mod deque;
 mod error;
+mod global;
 mod job;
 mod join;
+mod lane;
 mod latch;
 mod metrics;
 mod pool;
@@ -41,8 +43,12 @@ mod worker;
 mod loom_tests;
 
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
-pub use error::{BuildError, JoinError, RejectReason, SubmitError, WaitError};
-pub use metrics::{LatencyStats, Stats, WorkerState, WorkerStats};
+pub use error::{
+    BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,
+};
+pub use global::{global, spawn, submit, try_global};
+pub use lane::{Lane, LaneId, MAX_LANES};
+pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;

@@ -1,14 +1,20 @@
 //! `Pool`: the handle users hold.
 
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
-use crate::registry::{Admission, Registry};
+use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::worker::{with_current, WorkerThread};
-use crate::{PoolBuilder, SubmitError, WaitError};
+use crate::{
+    BatchError, Lane, LaneId, PoolBuilder, RejectReason, ResizeError, SubmitError, WaitError,
+};
 use std::fmt;
+use std::ops::Range;
 use std::time::{Duration, Instant};
+
+/// Tasks a batch admits at once from outside the pool.
+pub(crate) const BATCH: usize = 256;
 
 /// A work-stealing pool of worker threads.
 ///
@@ -113,18 +119,36 @@ impl Pool {
     where
         F: FnOnce() + Send + 'static,
     {
-        let make = |task: F| {
-            Job::new(
-                move || {
-                    task();
-                    Outcome::Done
-                },
-                COUNTED | DISCARDABLE,
-            )
-        };
+        self.submit_in(None, task)
+    }
+
+    /// Like [`submit`](Pool::submit), into `lane` (a [`Lane`], a lane's name, or its index;
+    /// see [`PoolBuilder::lanes`]). Tasks this task submits go to the same lane.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build().unwrap();
+    /// pool.submit_to("batch", || { /* a long report */ }).unwrap();
+    /// pool.submit_to("interactive", || { /* a user's click */ }).unwrap();
+    /// pool.wait().unwrap();
+    /// ```
+    pub fn submit_to<L, F>(&self, lane: L, task: F) -> Result<(), SubmitError<F>>
+    where
+        L: LaneId,
+        F: FnOnce() + Send + 'static,
+    {
+        match lane.resolve(&self.registry.cfg.lanes) {
+            Some(lane) => self.submit_in(Some(lane), task),
+            None => Err(SubmitError::new(task, RejectReason::UnknownLane)),
+        }
+    }
+
+    fn submit_in<F>(&self, lane: Option<usize>, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
         if let Some(task) = self.own_worker(|w| match w {
             Some(w) => {
-                w.submit_local(make(task));
+                w.submit_local(fire_and_forget(task), lane);
                 None
             }
             None => Some(task),
@@ -132,11 +156,134 @@ impl Pool {
             let reg = &self.registry;
             let shard = reg.counters.external();
             match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
-                Ok(route) => Registry::dispatch(reg, shard, route, make(task)),
+                Ok(route) => {
+                    Registry::dispatch(reg, shard, route, fire_and_forget(task), lane.unwrap_or(0))
+                }
                 Err(reason) => return Err(SubmitError::new(task, reason)),
             }
         }
         Ok(())
+    }
+
+    /// Submits many tasks at once: from outside the pool they are admitted in groups of a
+    /// few hundred, with one capacity reservation, one count and one wake-up call per group
+    /// (waking as many sleeping workers as there are tasks, at most all), instead of per task.
+    /// Returns how many were accepted: all of them, or an error holding how many were
+    /// accepted before the first refusal and every refused task, unrun, in order (the
+    /// iterator is drained into it). The [`Backpressure`](crate::Backpressure) policy applies
+    /// to each task that does not fit. From one of the pool's tasks, they all go to the
+    /// worker's own deque.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let pool = flock::Pool::new();
+    /// let done = Arc::new(AtomicUsize::new(0));
+    /// let tasks = (0..10_000).map(|_| {
+    ///     let done = done.clone();
+    ///     move || { done.fetch_add(1, Ordering::Relaxed); }
+    /// });
+    /// assert_eq!(pool.submit_batch(tasks).unwrap(), 10_000);
+    /// pool.wait().unwrap();
+    /// assert_eq!(done.load(Ordering::Relaxed), 10_000);
+    /// ```
+    pub fn submit_batch<I>(&self, tasks: I) -> Result<usize, BatchError<I::Item>>
+    where
+        I: IntoIterator,
+        I::Item: FnOnce() + Send + 'static,
+    {
+        self.batch_in(None, tasks)
+    }
+
+    /// [`submit_batch`](Pool::submit_batch) into `lane`.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("io", 1), ("cpu", 1)]).build().unwrap();
+    /// assert_eq!(pool.submit_batch_to("cpu", (0..100).map(|_| || ())).unwrap(), 100);
+    /// ```
+    pub fn submit_batch_to<L, I>(&self, lane: L, tasks: I) -> Result<usize, BatchError<I::Item>>
+    where
+        L: LaneId,
+        I: IntoIterator,
+        I::Item: FnOnce() + Send + 'static,
+    {
+        match lane.resolve(&self.registry.cfg.lanes) {
+            Some(lane) => self.batch_in(Some(lane), tasks),
+            None => Err(BatchError::new(
+                0,
+                RejectReason::UnknownLane,
+                tasks.into_iter().collect(),
+            )),
+        }
+    }
+
+    fn batch_in<I>(&self, lane: Option<usize>, tasks: I) -> Result<usize, BatchError<I::Item>>
+    where
+        I: IntoIterator,
+        I::Item: FnOnce() + Send + 'static,
+    {
+        let mut tasks = tasks.into_iter();
+        let local = self.own_worker(|w| {
+            w.map(|w| w.submit_local_batch(tasks.by_ref().map(fire_and_forget), lane))
+        });
+        if let Some(n) = local {
+            return Ok(n);
+        }
+        let reg = &self.registry;
+        let lane = lane.unwrap_or(0);
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut accepted = 0;
+        loop {
+            batch.extend(tasks.by_ref().take(BATCH));
+            if batch.is_empty() {
+                return Ok(accepted);
+            }
+            let offered = batch.len();
+            match Registry::admit_batch(reg, lane, reg.cfg.when_full, &mut batch, fire_and_forget) {
+                Ok(n) => accepted += n,
+                Err(reason) => {
+                    accepted += offered - batch.len();
+                    batch.extend(tasks);
+                    return Err(BatchError::new(accepted, reason, batch));
+                }
+            }
+        }
+    }
+
+    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (0: about
+    /// four tasks per worker), and returns when all calls have finished. The tasks are queued
+    /// as one batch (see [`Scope::spawn_batch`]); `f` may borrow from the caller. A panic in
+    /// `f` is re-raised here after every task has finished. Called from one of the pool's
+    /// tasks, the worker runs other tasks while it waits.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// let pool = flock::Pool::new();
+    /// let sum = AtomicU64::new(0);
+    /// pool.for_each(0..1_000, 64, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// assert_eq!(sum.into_inner(), 499_500);
+    /// ```
+    pub fn for_each<F>(&self, range: Range<usize>, chunk: usize, f: F)
+    where
+        F: Fn(usize) + Sync,
+    {
+        let len = range.len();
+        if len == 0 {
+            return;
+        }
+        let chunk = if chunk == 0 {
+            len.div_ceil(4 * self.workers()).max(1)
+        } else {
+            chunk
+        };
+        let f = &f;
+        let end = range.end;
+        self.scope(|s| {
+            s.spawn_batch(range.step_by(chunk).map(|lo| {
+                let hi = lo.saturating_add(chunk).min(end);
+                move |_: &Scope<'_>| (lo..hi).for_each(f)
+            }))
+        });
     }
 
     /// Runs `task` on the pool and returns a handle to its result.
@@ -176,10 +323,40 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.spawn_in(None, task)
+    }
+
+    /// Like [`spawn`](Pool::spawn), into `lane` (see [`submit_to`](Pool::submit_to)).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build().unwrap();
+    /// assert_eq!(pool.spawn_to("interactive", || 2 + 2).join().unwrap(), 4);
+    /// ```
+    pub fn spawn_to<L, F, T>(&self, lane: L, task: F) -> JoinHandle<T>
+    where
+        L: LaneId,
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let refused = match lane.resolve(&self.registry.cfg.lanes) {
+            Some(lane) => match self.spawn_in(Some(lane), task) {
+                Ok(handle) => return handle,
+                Err(refused) => refused.reason(),
+            },
+            None => RejectReason::UnknownLane,
+        };
+        JoinHandle::refused(&self.registry, refused)
+    }
+
+    fn spawn_in<F, T>(&self, lane: Option<usize>, task: F) -> Result<JoinHandle<T>, SubmitError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let task = match self.own_worker(|w| match w {
             Some(w) => {
                 let (job, handle) = spawn_job(&self.registry, task);
-                w.submit_local(job);
+                w.submit_local(job, lane);
                 Ok(handle)
             }
             None => Err(task),
@@ -192,7 +369,7 @@ impl Pool {
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
                 let (job, handle) = spawn_job(reg, task);
-                Registry::dispatch(reg, shard, route, job);
+                Registry::dispatch(reg, shard, route, job, lane.unwrap_or(0));
                 Ok(handle)
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
@@ -256,7 +433,9 @@ impl Pool {
     /// with nothing outstanding.
     ///
     /// # Errors
-    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own workers.
+    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own workers;
+    /// [`WaitError::Paused`] when the pool is (or becomes) paused with tasks outstanding,
+    /// which would otherwise wait until someone calls [`resume`](Pool::resume).
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -267,8 +446,10 @@ impl Pool {
         if self.own_worker(|w| w.is_some()) {
             return Err(WaitError::WouldDeadlock);
         }
-        self.registry.wait_quiescent(None);
-        Ok(())
+        match self.registry.wait_quiescent(None, true) {
+            Quiet::Paused => Err(WaitError::Paused),
+            Quiet::Done | Quiet::TimedOut => Ok(()),
+        }
     }
 
     /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
@@ -283,7 +464,9 @@ impl Pool {
         if self.own_worker(|w| w.is_some()) {
             return false;
         }
-        self.registry.wait_quiescent(Some(Instant::now() + timeout))
+        self.registry
+            .wait_quiescent(Some(Instant::now() + timeout), false)
+            == Quiet::Done
     }
 
     /// Stops accepting tasks, runs every task already accepted (and those they spawn), then
@@ -378,13 +561,91 @@ impl Pool {
         self.registry.is_shutdown()
     }
 
-    /// The number of worker threads.
+    /// The number of worker threads wanted: as built, or as last [`resize`](Pool::resize)d
+    /// (a retiring worker finishes its task first).
     ///
     /// ```
     /// assert_eq!(flock::Pool::builder().workers(5).build().unwrap().workers(), 5);
     /// ```
     pub fn workers(&self) -> usize {
         self.registry.workers()
+    }
+
+    /// Changes the number of workers while tasks run. Growing starts workers in the next
+    /// slots (pinned to their cores when the pool pins) and returns once they run. Shrinking
+    /// returns at once: each worker beyond `workers` retires at its next task boundary
+    /// (never inside a task), after moving the tasks in its deques to the shared queues, so
+    /// nothing is dropped and nothing runs twice. `Stats::per_worker` follows. Safe to call
+    /// from any thread, a task included; concurrent calls apply one after the other.
+    ///
+    /// # Errors
+    /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond
+    /// [`PoolBuilder::max_workers`], [`ResizeError::Shutdown`]; when the OS refuses a thread
+    /// or a pinning, the workers below the failed one stay and the error says which.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();
+    /// pool.resize(4).unwrap();
+    /// assert_eq!(pool.workers(), 4);
+    /// pool.resize(1).unwrap();
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.stats().completed, 1);
+    /// ```
+    pub fn resize(&self, workers: usize) -> Result<(), ResizeError> {
+        Registry::resize(&self.registry, workers)
+    }
+
+    /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
+    /// `join` or `scope` still run), queued ones wait; submissions still queue, within
+    /// capacity. Idle workers park. [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
+    /// than wait for a queue that will not move; a graceful shutdown resumes the pool so
+    /// that its queue drains.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.pause();
+    /// pool.submit(|| ()).unwrap();
+    /// assert_eq!(pool.wait(), Err(flock::WaitError::Paused));
+    /// pool.resume();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.stats().completed, 1);
+    /// ```
+    pub fn pause(&self) {
+        self.registry.set_paused(true);
+    }
+
+    /// Starts tasks again after [`pause`](Pool::pause); wakes every parked worker.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.pause();
+    /// assert!(pool.is_paused());
+    /// pool.resume();
+    /// assert!(!pool.is_paused());
+    /// ```
+    pub fn resume(&self) {
+        self.registry.set_paused(false);
+    }
+
+    /// Whether the pool is paused.
+    ///
+    /// ```
+    /// assert!(!flock::Pool::new().is_paused());
+    /// ```
+    pub fn is_paused(&self) -> bool {
+        self.registry.is_paused()
+    }
+
+    /// The lane called `name`, if this pool has one.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("hi", 4), ("lo", 1)]).build().unwrap();
+    /// assert_eq!(pool.lane("lo").map(|l| l.index()), Some(1));
+    /// assert!(pool.lane("nope").is_none());
+    /// ```
+    pub fn lane(&self, name: &str) -> Option<Lane> {
+        name.resolve(&self.registry.cfg.lanes).map(Lane)
     }
 
     /// The bound on queued tasks (`usize::MAX`: none).
@@ -407,4 +668,15 @@ impl Drop for Pool {
         }
         let _ = self.close(false, None);
     }
+}
+
+/// The job of a task submitted with `submit`: counted, droppable by `shutdown_now`.
+fn fire_and_forget<F: FnOnce() + Send + 'static>(task: F) -> Job {
+    Job::new(
+        move || {
+            task();
+            Outcome::Done
+        },
+        COUNTED | DISCARDABLE,
+    )
 }

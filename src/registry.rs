@@ -2,15 +2,15 @@
 //! counters, admission (capacity and backpressure) and the shutdown handshake.
 
 use crate::builder::{Backpressure, Config};
-use crate::deque::{Injector, Stealer};
+use crate::deque::{Injector, Stealer, Worker as Deque};
 use crate::job::{Job, Outcome, INJECTED, RESERVED};
-use crate::metrics::counters::{Counters, Proto, Shard, Stat};
+use crate::metrics::counters::{Counters, LaneStat, Proto, Shard, Stat};
 use crate::metrics::histogram::Latency;
 use crate::sleep::Sleep;
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
-use crate::RejectReason;
+use crate::{RejectReason, ResizeError};
 use crossbeam_utils::CachePadded;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -18,6 +18,48 @@ use std::time::Instant;
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
 const NOW: u8 = 2;
+
+/// The `control` word: the number of workers wanted, shifted left by one, and `PAUSED`.
+const PAUSED: usize = 1;
+
+/// One lane's shared queue and its share.
+pub(crate) struct LaneQueue {
+    pub(crate) injector: Injector<Job>,
+    /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
+    /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
+    pub(crate) stride: u64,
+}
+
+/// What a worker slot is doing. Changed only under `Registry::slots`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotState {
+    /// No thread; the slot's deques wait in `Slots::deques`.
+    Idle,
+    /// A thread was started for the slot and will take its deques.
+    Starting,
+    /// A thread runs the slot.
+    Running,
+    /// The slot's thread is retiring (handing its work over, running its stop hook).
+    Retiring,
+    /// The slot's thread left because the pool shut down.
+    Exited,
+}
+
+/// Worker slots: who runs each, and the deques of slots no thread runs.
+pub(crate) struct Slots {
+    pub(crate) state: Vec<SlotState>,
+    deques: Vec<Option<Box<[Deque<Job>]>>>,
+}
+
+impl Slots {
+    /// Slots to show in `Stats::per_worker`: up to the last one not idle.
+    fn shown(&self) -> usize {
+        self.state
+            .iter()
+            .rposition(|s| *s != SlotState::Idle)
+            .map_or(0, |i| i + 1)
+    }
+}
 
 /// Where an admitted task goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +82,18 @@ pub(crate) enum Admission {
 }
 
 pub(crate) struct Registry {
-    pub(crate) injector: Injector<Job>,
+    /// One shared queue per lane.
+    pub(crate) lanes: Box<[LaneQueue]>,
+    /// Every slot's deques: slot `i`'s deque of lane `l` is at `i * lanes.len() + l`.
     pub(crate) stealers: Box<[Stealer<Job>]>,
+    /// Workers wanted (`<< 1`) and `PAUSED`; read by each worker at each task boundary.
+    control: CachePadded<AtomicUsize>,
+    pub(crate) slots: Mutex<Slots>,
+    slot_cond: Condvar,
+    /// One resize at a time (it waits for retiring threads without holding `slots`).
+    resizing: Mutex<()>,
+    /// `Slots::shown`, readable without the lock.
+    shown: AtomicUsize,
     pub(crate) sleep: Sleep,
     pub(crate) counters: Counters,
     /// Queue-wait and run-time histograms, when `track_latency` is on.
@@ -59,6 +111,7 @@ pub(crate) struct Registry {
     waiters: AtomicUsize,
     wait_lock: Mutex<()>,
     wait_cond: Condvar,
+    /// Worker threads started and not yet exited.
     live: Mutex<usize>,
     live_cond: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -69,15 +122,50 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(cfg: Config, stealers: Vec<Stealer<Job>>) -> Registry {
-        let workers = cfg.workers;
-        let per_worker = cfg.capacity / (32 * workers);
+    /// A registry with every slot idle; `Registry::resize` starts the workers.
+    pub(crate) fn new(cfg: Config) -> Registry {
+        let slots = cfg.max_workers;
+        let per_worker = cfg.capacity / (32 * cfg.workers);
+        let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
+            .map(|_| {
+                cfg.lanes
+                    .iter()
+                    .map(|_| {
+                        if cfg.fifo {
+                            Deque::new_fifo()
+                        } else {
+                            Deque::new_lifo()
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let stealers = deques
+            .iter()
+            .flat_map(|d| d.iter().map(Deque::stealer))
+            .collect();
+        let lanes = cfg
+            .lanes
+            .iter()
+            .map(|&(_, weight)| LaneQueue {
+                injector: Injector::new(),
+                stride: ((1u64 << 16) / u64::from(weight)).max(1),
+            })
+            .collect();
         Registry {
-            injector: Injector::new(),
-            stealers: stealers.into_boxed_slice(),
-            sleep: Sleep::new(workers),
-            counters: Counters::new(workers),
-            latency: cfg.track_latency.then(|| Latency::new(workers)),
+            lanes,
+            stealers,
+            control: CachePadded::new(AtomicUsize::new(0)),
+            slots: Mutex::new(Slots {
+                state: vec![SlotState::Idle; slots],
+                deques: deques.into_iter().map(Some).collect(),
+            }),
+            slot_cond: Condvar::new(),
+            resizing: Mutex::new(()),
+            shown: AtomicUsize::new(0),
+            sleep: Sleep::new(slots),
+            counters: Counters::new(slots),
+            latency: cfg.track_latency.then(|| Latency::new(slots)),
             flush_threshold: per_worker.clamp(1, 64),
             cfg,
             pending: CachePadded::new(AtomicUsize::new(0)),
@@ -88,9 +176,9 @@ impl Registry {
             waiters: AtomicUsize::new(0),
             wait_lock: Mutex::new(()),
             wait_cond: Condvar::new(),
-            live: Mutex::new(workers),
+            live: Mutex::new(0),
             live_cond: Condvar::new(),
-            threads: Mutex::new(Vec::with_capacity(workers)),
+            threads: Mutex::new(Vec::with_capacity(slots)),
             helpers: Mutex::new(Vec::new()),
             helpers_live: AtomicUsize::new(0),
             dropped_by_shutdown: AtomicU64::new(0),
@@ -187,25 +275,179 @@ impl Registry {
     /// Takes back an entry the pool will not run. Returns `reason` for convenience.
     #[cold]
     fn revoke(&self, shard: &Shard, reason: RejectReason) -> RejectReason {
-        shard.add_shared(Proto::Revoked, 1);
-        shard.stat_shared(
-            match reason {
-                RejectReason::Full => Stat::RejectedFull,
-                RejectReason::Timeout => Stat::RejectedTimeout,
-                RejectReason::Shutdown => Stat::RejectedShutdown,
-            },
-            1,
-        );
+        self.revoke_n(shard, reason, 1)
+    }
+
+    /// Takes back `n` entries the pool will not run.
+    #[cold]
+    fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
+        shard.add_shared(Proto::Revoked, n);
+        let stat = match reason {
+            RejectReason::Full => Some(Stat::RejectedFull),
+            RejectReason::Timeout => Some(Stat::RejectedTimeout),
+            RejectReason::Shutdown => Some(Stat::RejectedShutdown),
+            // Refused before anything was entered (`Pool::submit_to`); never revoked.
+            RejectReason::UnknownLane => None,
+        };
+        if let Some(stat) = stat {
+            shard.stat_shared(stat, n);
+        }
         self.after_finish_off_worker();
         reason
     }
 
-    /// Sends an admitted job where its route says.
-    pub(crate) fn dispatch(this: &Arc<Registry>, shard: &Shard, route: Route, mut job: Job) {
+    /// Admits up to `batch.len()` tasks from outside at once: one entry and one capacity
+    /// reservation for as many as fit, then the policy task by task for the rest. Each
+    /// admitted task is made into a job by `make` and queued on `lane` (or run as its route
+    /// says); one wake-up call covers all queued. Returns how many were admitted; on a
+    /// refusal, `batch` keeps the refused task and those after it, unrun.
+    pub(crate) fn admit_batch<T>(
+        this: &Arc<Registry>,
+        lane: usize,
+        policy: Backpressure,
+        batch: &mut Vec<T>,
+        mut make: impl FnMut(T) -> Job,
+    ) -> Result<usize, RejectReason> {
+        let k = batch.len();
+        if k == 0 {
+            return Ok(0);
+        }
+        let shard = this.counters.external();
+        if !shard.enter_shared_n(k as u64) {
+            return Err(this.revoke_n(shard, RejectReason::Shutdown, k as u64));
+        }
+        let reserved = this.try_reserve_up_to(k);
+        // Counted before any is queued, as `dispatch` does: a reader that sees a task end
+        // sees its acceptance.
+        if reserved > 0 {
+            shard.stat_shared(Stat::Submitted, reserved as u64);
+            this.count_lane_submitted(shard, lane, reserved as u64);
+        }
+        let stamp = this.latency.as_ref().map(|_| this.now_ns());
+        let mut items = std::mem::take(batch).into_iter();
+        let mut queued = 0;
+        let mut admitted = 0;
+        let mut refused = None;
+        for (i, item) in items.by_ref().enumerate() {
+            let route = if i < reserved {
+                Route::Queue {
+                    reserved: this.cfg.capacity != usize::MAX,
+                }
+            } else {
+                // Past what fitted: one at a time, as `admit` does (the entry is made).
+                let route = if this.try_reserve(Ordering::Relaxed) {
+                    Ok(Route::Queue { reserved: true })
+                } else {
+                    // Whatever is queued so far may be what frees the room: wake for it.
+                    if queued > 0 {
+                        this.sleep.notify_new_work_n(queued);
+                        queued = 0;
+                    }
+                    this.when_full(shard, policy)
+                };
+                match route {
+                    Ok(route) => {
+                        shard.stat_shared(Stat::Submitted, 1);
+                        this.count_lane_submitted(shard, lane, 1);
+                        route
+                    }
+                    Err(reason) => {
+                        refused = Some((reason, item));
+                        break;
+                    }
+                }
+            };
+            let mut job = make(item);
+            if let Some(t) = stamp {
+                job.stamp(t);
+            }
+            admitted += 1;
+            if let Route::Queue { reserved } = route {
+                job.add_flags(if reserved {
+                    INJECTED | RESERVED
+                } else {
+                    INJECTED
+                });
+                this.lanes[lane].injector.push(job);
+                queued += 1;
+            } else {
+                if queued > 0 {
+                    this.sleep.notify_new_work_n(queued);
+                    queued = 0;
+                }
+                Registry::dispatch_counted(this, shard, route, job, lane);
+            }
+        }
+        if queued > 0 {
+            this.sleep.notify_new_work_n(queued);
+        }
+        match refused {
+            None => Ok(admitted),
+            Some((reason, item)) => {
+                // `when_full` revoked the refused task's own entry; revoke the rest.
+                let rest = (k - admitted - 1) as u64;
+                if rest > 0 {
+                    this.revoke_n(shard, reason, rest);
+                }
+                batch.push(item);
+                batch.extend(items);
+                Err(reason)
+            }
+        }
+    }
+
+    /// Up to `k` units of `pending`, as many as fit below capacity.
+    fn try_reserve_up_to(&self, k: usize) -> usize {
+        if self.cfg.capacity == usize::MAX {
+            return k;
+        }
+        let mut now = self.pending.load(Ordering::Relaxed);
+        loop {
+            let take = k.min(self.cfg.capacity.saturating_sub(now));
+            if take == 0 {
+                return 0;
+            }
+            match self.pending.compare_exchange_weak(
+                now,
+                now + take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return take,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    fn count_lane_submitted(&self, shard: &Shard, lane: usize, n: u64) {
+        if self.lanes.len() > 1 {
+            shard.lane_shared(LaneStat::Submitted, lane, n);
+        }
+    }
+
+    /// Sends an admitted job where its route says, on `lane`.
+    pub(crate) fn dispatch(
+        this: &Arc<Registry>,
+        shard: &Shard,
+        route: Route,
+        mut job: Job,
+        lane: usize,
+    ) {
         shard.stat_shared(Stat::Submitted, 1);
+        this.count_lane_submitted(shard, lane, 1);
         if this.latency.is_some() {
             job.stamp(this.now_ns());
         }
+        Registry::dispatch_counted(this, shard, route, job, lane);
+    }
+
+    fn dispatch_counted(
+        this: &Arc<Registry>,
+        shard: &Shard,
+        route: Route,
+        mut job: Job,
+        lane: usize,
+    ) {
         match route {
             Route::Queue { reserved } => {
                 job.add_flags(if reserved {
@@ -213,19 +455,19 @@ impl Registry {
                 } else {
                     INJECTED
                 });
-                this.injector.push(job);
+                this.lanes[lane].injector.push(job);
                 this.sleep.notify_new_work();
             }
             Route::Caller => {
                 shard.stat_shared(Stat::CallerRuns, 1);
-                this.run_off_worker(shard, job);
+                this.run_off_worker(shard, job, lane);
             }
-            Route::Helper => Registry::run_on_helper(this, shard, job),
+            Route::Helper => Registry::run_on_helper(this, shard, job, lane),
         }
     }
 
     /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
-    pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job) {
+    pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job, lane: usize) {
         let timing = self
             .latency
             .as_ref()
@@ -244,6 +486,9 @@ impl Registry {
             shard.wait.record_shared(start.saturating_sub(queued));
             shard.run.record_shared(self.now_ns().saturating_sub(start));
         }
+        if self.lanes.len() > 1 {
+            shard.lane_shared(LaneStat::Executed, lane, 1);
+        }
         shard.add_shared(end, 1);
         self.after_finish_off_worker();
     }
@@ -254,14 +499,14 @@ impl Registry {
     }
 
     #[cold]
-    fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job) {
+    fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job, lane: usize) {
         shard.stat_shared(Stat::SpawnedThread, 1);
         let slot = std::sync::Arc::new(Mutex::new(Some(job)));
         let theirs = slot.clone();
         let registry = this.clone();
         let spawned = thread::spawn("flock-helper".into(), None, move || {
             if let Some(job) = theirs.lock().take() {
-                registry.run_off_worker(registry.counters.external(), job);
+                registry.run_off_worker(registry.counters.external(), job, lane);
             }
             registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
         });
@@ -275,7 +520,7 @@ impl Registry {
                 // The OS refused a thread: run the task here rather than lose it.
                 this.helpers_live.fetch_sub(1, Ordering::AcqRel);
                 if let Some(job) = slot.lock().take() {
-                    this.run_off_worker(shard, job);
+                    this.run_off_worker(shard, job, lane);
                 }
             }
         }
@@ -339,10 +584,11 @@ impl Registry {
         self.wait_cond.notify_all();
     }
 
-    /// Blocks until no task is outstanding, or `deadline` passes (returns false).
-    pub(crate) fn wait_quiescent(&self, deadline: Option<Instant>) -> bool {
+    /// Blocks until no task is outstanding, or `deadline` passes, or (with `stop_if_paused`)
+    /// the pool is paused with tasks outstanding.
+    pub(crate) fn wait_quiescent(&self, deadline: Option<Instant>, stop_if_paused: bool) -> Quiet {
         if self.counters.outstanding() == 0 {
-            return true;
+            return Quiet::Done;
         }
         let mut guard = self.wait_lock.lock();
         // SeqCst: pairs with the fence in `Worker::go_idle` / `after_finish_off_worker`.
@@ -350,15 +596,216 @@ impl Registry {
         let mut timed_out = false;
         let done = loop {
             if self.counters.outstanding() == 0 {
-                break true;
+                break Quiet::Done;
+            }
+            // Read under `wait_lock`: `pause` sets the bit before it takes the lock to notify.
+            if stop_if_paused && self.is_paused() {
+                break Quiet::Paused;
             }
             if timed_out {
-                break false;
+                break Quiet::TimedOut;
             }
             timed_out = !self.wait_cond.wait_until(&mut guard, deadline);
         };
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         done
+    }
+
+    // ----- workers wanted, pause ----------------------------------------------------------
+
+    /// The control word (workers wanted `<< 1`, `PAUSED`). Relaxed: a worker that reads a
+    /// stale value acts on it one task later; what must not be missed across parking is
+    /// ordered by the `sleepers` lock (see `resize` and `set_paused`).
+    pub(crate) fn control(&self) -> usize {
+        self.control.load(Ordering::Relaxed)
+    }
+
+    /// Whether worker `index` is beyond the number wanted, by a control word.
+    pub(crate) fn retiring(control: usize, index: usize) -> bool {
+        index >= control >> 1
+    }
+
+    pub(crate) fn paused(control: usize) -> bool {
+        control & PAUSED != 0
+    }
+
+    pub(crate) fn is_paused(&self) -> bool {
+        Registry::paused(self.control.load(Ordering::SeqCst))
+    }
+
+    /// Pauses or resumes. Resuming wakes every parked worker; pausing wakes `wait()`ers so
+    /// they can report [`WaitError::Paused`](crate::WaitError::Paused).
+    pub(crate) fn set_paused(&self, on: bool) {
+        if on {
+            // SeqCst, then the locks: a worker that parks after taking the `sleepers` lock,
+            // and a waiter that checks under `wait_lock`, see the bit.
+            self.control.fetch_or(PAUSED, Ordering::SeqCst);
+            self.notify_waiters();
+        } else {
+            self.control.fetch_and(!PAUSED, Ordering::SeqCst);
+            // Every parked worker re-checks: the store comes before `wake_all` takes the
+            // `sleepers` lock, so a worker that announces itself after that sees it (its
+            // re-check follows its own acquire of the lock) and one that announced before is
+            // woken.
+            self.sleep.wake_all();
+        }
+    }
+
+    /// The number of workers wanted.
+    pub(crate) fn workers(&self) -> usize {
+        self.control() >> 1
+    }
+
+    /// Sets the number of workers: starts threads for idle slots below `n` (waiting for
+    /// slots still retiring), and lets workers at `n` and above retire at their next task
+    /// boundary. Returns once the new workers are running (and pinned, when asked).
+    pub(crate) fn resize(this: &Arc<Registry>, n: usize) -> Result<(), ResizeError> {
+        if n == 0 {
+            return Err(ResizeError::ZeroWorkers);
+        }
+        if n > this.cfg.max_workers {
+            return Err(ResizeError::TooManyWorkers {
+                requested: n,
+                max: this.cfg.max_workers,
+            });
+        }
+        let _one_at_a_time = this.resizing.lock();
+        let mut slots = this.slots.lock();
+        if this.is_shutdown() {
+            return Err(ResizeError::Shutdown);
+        }
+        this.set_target(n);
+        let mut start = Vec::new();
+        for i in 0..n {
+            loop {
+                match slots.state[i] {
+                    SlotState::Running | SlotState::Starting => break,
+                    SlotState::Retiring => this.slot_cond.wait(&mut slots),
+                    SlotState::Idle | SlotState::Exited => {
+                        slots.state[i] = SlotState::Starting;
+                        start.push(i);
+                        break;
+                    }
+                }
+            }
+            if this.is_shutdown() {
+                // `begin_shutdown` raised the flag while we waited for a retiring slot.
+                for &j in &start {
+                    slots.state[j] = SlotState::Idle;
+                }
+                return Err(ResizeError::Shutdown);
+            }
+        }
+        this.shown.store(slots.shown(), Ordering::Relaxed);
+        *this.live.lock() += start.len();
+        drop(slots);
+        // Workers above `n` may be parked: let them see they are to retire.
+        this.sleep.wake_all();
+        let startup = Arc::new(Startup::new());
+        let mut failure = None;
+        let mut spawned = 0;
+        for &i in &start {
+            let core = this.cfg.cores.as_ref().map(|c| c[i]);
+            let (reg, report) = (this.clone(), startup.clone());
+            let thread = thread::spawn((this.cfg.thread_name)(i), this.cfg.stack_size, move || {
+                crate::worker::run(reg, i, core, move |pinned| report.report(i, pinned))
+            });
+            match thread {
+                Ok(handle) => {
+                    spawned += 1;
+                    this.add_thread(handle);
+                }
+                Err(e) => {
+                    // This slot and the later ones never got a thread.
+                    let mut slots = this.slots.lock();
+                    for &j in start.iter().skip(spawned) {
+                        slots.state[j] = SlotState::Idle;
+                    }
+                    this.shown.store(slots.shown(), Ordering::Relaxed);
+                    drop(slots);
+                    this.workers_gone(start.len() - spawned);
+                    failure = Some((i, ResizeError::ThreadSpawn(e)));
+                    break;
+                }
+            }
+        }
+        if let Some(worker) = startup.wait_for(spawned) {
+            let core = this.cfg.cores.as_ref().map_or(0, |c| c[worker]);
+            if failure.as_ref().is_none_or(|(at, _)| worker < *at) {
+                failure = Some((worker, ResizeError::PinFailed { worker, core }));
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some((at, err)) => {
+                // Keep the workers below the failed one; those above it retire.
+                let slots = this.slots.lock();
+                this.set_target(at.max(1));
+                drop(slots);
+                this.sleep.wake_all();
+                Err(err)
+            }
+        }
+    }
+
+    fn set_target(&self, n: usize) {
+        let mut now = self.control.load(Ordering::Relaxed);
+        loop {
+            let next = (n << 1) | (now & PAUSED);
+            // SeqCst: see `set_paused`; retiring workers are woken by `wake_all` after this.
+            match self
+                .control
+                .compare_exchange_weak(now, next, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    /// A new worker thread takes its slot's deques.
+    pub(crate) fn take_slot(&self, index: usize) -> Box<[Deque<Job>]> {
+        let mut slots = self.slots.lock();
+        slots.state[index] = SlotState::Running;
+        slots.deques[index]
+            .take()
+            .expect("flock: a starting slot has its deques")
+    }
+
+    /// A worker beyond the number wanted asks to retire; false if the pool grew back
+    /// meanwhile (it keeps running).
+    pub(crate) fn confirm_retire(&self, index: usize) -> bool {
+        let mut slots = self.slots.lock();
+        if Registry::retiring(self.control(), index) && !self.is_shutdown() {
+            slots.state[index] = SlotState::Retiring;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A worker thread leaves: its deques go back to its slot.
+    pub(crate) fn leave_slot(&self, index: usize, deques: Box<[Deque<Job>]>, retired: bool) {
+        let mut slots = self.slots.lock();
+        debug_assert!(
+            deques.iter().all(Deque::is_empty),
+            "flock: a worker left work behind"
+        );
+        slots.deques[index] = Some(deques);
+        slots.state[index] = if retired {
+            SlotState::Idle
+        } else {
+            SlotState::Exited
+        };
+        self.shown.store(slots.shown(), Ordering::Relaxed);
+        self.slot_cond.notify_all();
+        drop(slots);
+        self.workers_gone(1);
+    }
+
+    /// Slots `Stats::per_worker` shows.
+    pub(crate) fn shown_slots(&self) -> usize {
+        self.shown.load(Ordering::Relaxed)
     }
 
     // ----- shutdown --------------------------------------------------------------------
@@ -380,6 +827,9 @@ impl Registry {
     }
 
     pub(crate) fn begin_shutdown(&self, now: bool) {
+        // Under `slots`: a concurrent `resize` either started its threads before (they are
+        // counted in `live`, and shutdown waits for them) or sees the flag and starts none.
+        let slots = self.slots.lock();
         // First close the external shards (the handshake with `admit`, see
         // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
         // after this SeqCst store) sees every entry made before the close.
@@ -399,10 +849,16 @@ impl Registry {
                 Err(seen) => current = seen,
             }
         }
+        // A closing pool drains: a graceful shutdown of a paused pool runs its queue.
+        self.control.fetch_and(!PAUSED, Ordering::SeqCst);
+        // Wakes a `resize` waiting for a retiring slot, so it sees the flag.
+        self.slot_cond.notify_all();
+        drop(slots);
         {
             let _guard = self.room_lock.lock();
             self.room_cond.notify_all();
         }
+        self.notify_waiters();
         self.sleep.wake_all();
     }
 
@@ -415,18 +871,23 @@ impl Registry {
     }
 
     pub(crate) fn add_thread(&self, handle: JoinHandle<()>) {
-        self.threads.lock().push(handle);
+        let mut threads = self.threads.lock();
+        // Retired workers' threads have ended: join them now rather than keep their handles.
+        let (done, running): (Vec<_>, Vec<_>) = std::mem::take(&mut *threads)
+            .into_iter()
+            .partition(thread::is_finished);
+        *threads = running;
+        threads.push(handle);
+        drop(threads);
+        for t in done {
+            let _ = t.join();
+        }
     }
 
-    /// Records that fewer workers will run than planned (a failed build).
-    pub(crate) fn set_live(&self, n: usize) {
-        *self.live.lock() = n;
-        self.live_cond.notify_all();
-    }
-
-    pub(crate) fn worker_exited(&self) {
+    /// `n` worker threads exited (or never started).
+    fn workers_gone(&self, n: usize) {
         let mut live = self.live.lock();
-        *live -= 1;
+        *live -= n;
         if *live == 0 {
             self.live_cond.notify_all();
         }
@@ -446,7 +907,8 @@ impl Registry {
     }
 
     /// Joins the worker and helper threads (after `await_workers`, so this does not block
-    /// for long). A second caller finds the lists empty.
+    /// for long; threads of retired workers are joined here too). A second caller finds the
+    /// lists empty.
     pub(crate) fn join_threads(&self) {
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
@@ -457,8 +919,46 @@ impl Registry {
             let _ = h.join();
         }
     }
+}
 
-    pub(crate) fn workers(&self) -> usize {
-        self.cfg.workers
+/// How `wait_quiescent` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    Done,
+    TimedOut,
+    Paused,
+}
+
+/// New workers report in here once pinned (or not), before they run anything.
+struct Startup {
+    /// (workers reported, first worker whose pinning failed)
+    state: Mutex<(usize, Option<usize>)>,
+    cond: Condvar,
+}
+
+impl Startup {
+    fn new() -> Startup {
+        Startup {
+            state: Mutex::new((0, None)),
+            cond: Condvar::new(),
+        }
+    }
+
+    fn report(&self, index: usize, pinned: bool) {
+        let mut state = self.state.lock();
+        state.0 += 1;
+        if !pinned && state.1.is_none_or(|first| index < first) {
+            state.1 = Some(index);
+        }
+        self.cond.notify_all();
+    }
+
+    /// Waits for `n` reports; returns the lowest worker that could not be pinned.
+    fn wait_for(&self, n: usize) -> Option<usize> {
+        let mut state = self.state.lock();
+        while state.0 < n {
+            self.cond.wait(&mut state);
+        }
+        state.1
     }
 }

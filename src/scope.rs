@@ -71,6 +71,71 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        let job = self.make_job(f);
+        let local = crate::worker::with_current(|w| match w {
+            Some(w) if w.is_in(&self.registry) => {
+                w.submit_local(job, None);
+                None
+            }
+            _ => Some(job),
+        });
+        if let Some(job) = local {
+            self.submit_from_outside(job);
+        }
+    }
+
+    /// Spawns every task of `tasks` into the scope, as [`spawn`](Scope::spawn) would one by
+    /// one, but queued together: one count and one wake-up call per batch rather than per
+    /// task (what [`Pool::for_each`](crate::Pool::for_each) uses).
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut parts = vec![0u64; 8];
+    /// pool.scope(|s| s.spawn_batch(parts.iter_mut().enumerate().map(|(i, p)| move |_: &flock::Scope<'_>| *p = i as u64 * 10)));
+    /// assert_eq!(parts, [0, 10, 20, 30, 40, 50, 60, 70]);
+    /// ```
+    pub fn spawn_batch<I, F>(&self, tasks: I)
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let jobs = tasks.into_iter().map(|f| self.make_job(f));
+        let rest = crate::worker::with_current(|w| match w {
+            Some(w) if w.is_in(&self.registry) => {
+                w.submit_local_batch(jobs, None);
+                None
+            }
+            _ => Some(jobs),
+        });
+        let Some(mut jobs) = rest else { return };
+        let mut batch = Vec::with_capacity(crate::pool::BATCH);
+        loop {
+            batch.extend(jobs.by_ref().take(crate::pool::BATCH));
+            if batch.is_empty() {
+                return;
+            }
+            let admitted = Registry::admit_batch(
+                &self.registry,
+                0,
+                Backpressure::CallerRuns,
+                &mut batch,
+                |job| job,
+            );
+            if admitted.is_err() {
+                // Shut down: run the rest here, uncounted, so the scope still completes.
+                for job in batch.drain(..).chain(jobs.by_ref()) {
+                    let _ = job.run();
+                }
+                return;
+            }
+        }
+    }
+
+    /// A job running `f` in this scope, holding one unit of `pending` until it ends.
+    fn make_job<F>(&self, f: F) -> Job
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
         // Relaxed: the count cannot reach zero concurrently, because the body (or the task
         // calling us) still holds its own unit.
         self.pending.fetch_add(1, Ordering::Relaxed);
@@ -91,17 +156,7 @@ impl<'scope> Scope<'scope> {
         };
         // SAFETY: the job borrows `'scope` data; the scope does not return (so nothing it
         // borrows goes away) before `pending` reaches zero, which needs this job to run.
-        let job = unsafe { Job::new_unchecked(body, COUNTED) };
-        let local = crate::worker::with_current(|w| match w {
-            Some(w) if w.is_in(&self.registry) => {
-                w.submit_local(job);
-                None
-            }
-            _ => Some(job),
-        });
-        if let Some(job) = local {
-            self.submit_from_outside(job);
-        }
+        unsafe { Job::new_unchecked(body, COUNTED) }
     }
 
     #[cold]
@@ -111,7 +166,7 @@ impl<'scope> Scope<'scope> {
             .registry
             .admit(shard, Admission::Bounded(Backpressure::CallerRuns))
         {
-            Ok(route) => Registry::dispatch(&self.registry, shard, route, job),
+            Ok(route) => Registry::dispatch(&self.registry, shard, route, job, 0),
             // Shut down: run it here, uncounted, so the scope still completes.
             Err(_) => {
                 let _ = job.run();

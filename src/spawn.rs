@@ -20,6 +20,7 @@ const DROPPED: u8 = 4;
 const REFUSED_FULL: u8 = 5;
 const REFUSED_TIMEOUT: u8 = 6;
 const REFUSED_SHUTDOWN: u8 = 7;
+const REFUSED_UNKNOWN_LANE: u8 = 8;
 
 /// The part of a spawned task its handle can see without knowing the closure's type.
 struct Header<T> {
@@ -173,6 +174,7 @@ impl<T: Send + 'static> JoinHandle<T> {
             RejectReason::Full => REFUSED_FULL,
             RejectReason::Timeout => REFUSED_TIMEOUT,
             RejectReason::Shutdown => REFUSED_SHUTDOWN,
+            RejectReason::UnknownLane => REFUSED_UNKNOWN_LANE,
         };
         let cell: SpawnCell<fn() -> T, T> = SpawnCell {
             header: Header {
@@ -218,6 +220,7 @@ impl<T> JoinHandle<T> {
             REFUSED_FULL => Err(JoinError::Refused(RejectReason::Full)),
             REFUSED_TIMEOUT => Err(JoinError::Refused(RejectReason::Timeout)),
             REFUSED_SHUTDOWN => Err(JoinError::Refused(RejectReason::Shutdown)),
+            REFUSED_UNKNOWN_LANE => Err(JoinError::Refused(RejectReason::UnknownLane)),
             s => unreachable!("flock: an open latch with task state {s}"),
         }
     }

@@ -3,7 +3,7 @@
 use crate::deque::{Steal, Worker as Deque};
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::latch::Latch;
-use crate::metrics::counters::{Proto, Shard, Stat, WorkerState};
+use crate::metrics::counters::{LaneStat, Proto, Shard, Stat, WorkerState};
 use crate::registry::Registry;
 use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -39,11 +39,28 @@ pub fn current_worker_index() -> Option<usize> {
 
 pub(crate) struct WorkerThread {
     index: usize,
-    local: Deque<Job>,
+    /// One deque per lane; with one lane (the default) only `locals[0]`.
+    locals: Box<[Deque<Job>]>,
     registry: Arc<Registry>,
     rng: Cell<u64>,
     /// Started `RESERVED` jobs whose `pending` units are not given back yet.
     unflushed: Cell<usize>,
+    /// The lane of the task running now: what it submits inherits it.
+    lane: Cell<usize>,
+    /// Per lane, this worker's virtual clock (lanes > 1): run time charged to the lane,
+    /// scaled by its stride. The lane furthest behind is served next.
+    vtime: Box<[Cell<u64>]>,
+    /// Run time of tasks nested inside the running one (`join`, `scope` waits), so the outer
+    /// task is charged only its own.
+    nested_ns: Cell<u64>,
+}
+
+/// Why `main_loop` returned.
+enum Exit {
+    /// The pool shut down and nothing is outstanding.
+    Shutdown,
+    /// This worker is beyond the number wanted (`Pool::resize`).
+    Retire,
 }
 
 enum Parked {
@@ -54,21 +71,30 @@ enum Parked {
     Exit,
 }
 
-/// The body of a worker thread. `ready` is told whether pinning worked, before any task runs.
+/// The body of a worker thread in slot `index`. `ready` is told whether pinning worked,
+/// before any task runs.
 pub(crate) fn run(
     registry: Arc<Registry>,
     index: usize,
-    local: Deque<Job>,
     core: Option<usize>,
     ready: impl FnOnce(bool),
 ) {
     let pinned = core.is_none_or(|id| core_affinity::set_for_current(core_affinity::CoreId { id }));
+    let locals = registry.take_slot(index);
+    let lanes = locals.len();
+    registry
+        .counters
+        .worker(index)
+        .set_state(WorkerState::Running);
     ready(pinned);
     let worker = WorkerThread {
         index,
-        local,
+        locals,
         rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
         unflushed: Cell::new(0),
+        lane: Cell::new(0),
+        vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
+        nested_ns: Cell::new(0),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -76,9 +102,22 @@ pub(crate) fn run(
     if let Some(hook) = &reg.cfg.on_worker_start {
         call_guarded("on_worker_start hook", Some(index), || hook(index));
     }
+    // Not pinned: the pool's build or resize reports the failure; this slot retires unused.
+    let mut retired = !pinned;
     if pinned {
         let guard = AbortIfPanic("the worker loop");
-        worker.main_loop();
+        loop {
+            match worker.main_loop() {
+                Exit::Shutdown => break,
+                Exit::Retire if reg.confirm_retire(index) => {
+                    retired = true;
+                    worker.hand_over_work();
+                    break;
+                }
+                // The pool grew back before we left: carry on.
+                Exit::Retire => {}
+            }
+        }
         guard.disarm();
     }
     if let Some(hook) = &reg.cfg.on_worker_stop {
@@ -86,7 +125,10 @@ pub(crate) fn run(
     }
     worker.shard().set_state(WorkerState::Stopped);
     CURRENT.with(|c| c.set(ptr::null()));
-    reg.worker_exited();
+    let WorkerThread {
+        locals, registry, ..
+    } = worker;
+    registry.leave_slot(index, locals, retired);
 }
 
 impl WorkerThread {
@@ -99,39 +141,74 @@ impl WorkerThread {
         self.registry.counters.worker(self.index)
     }
 
-    fn main_loop(&self) {
-        let sleep = &self.registry.sleep;
+    fn main_loop(&self) -> Exit {
+        let reg = &*self.registry;
+        let sleep = &reg.sleep;
         let mut searching = false;
         'outer: loop {
-            if let Some(job) = self.find_work() {
+            // Between tasks: the one place a worker retires or honours a pause.
+            let control = reg.control();
+            if Registry::retiring(control, self.index) {
+                if searching {
+                    self.stop_searching();
+                }
+                return Exit::Retire;
+            }
+            if Registry::paused(control) {
+                self.go_idle();
+                match self.park(searching) {
+                    Parked::Resume { searching: s } => searching = s,
+                    Parked::Exit => return Exit::Shutdown,
+                }
+                continue;
+            }
+            if let Some((job, lane)) = self.find_work() {
                 if searching {
                     searching = false;
                     self.stop_searching();
                 }
-                self.execute(job);
+                self.execute(job, lane);
                 continue;
             }
             self.go_idle();
-            if !searching && !self.registry.is_shutdown() {
-                searching = sleep.transition_to_searching();
+            if !searching && !reg.is_shutdown() {
+                searching = sleep.transition_to_searching(reg.workers());
             }
             if searching {
                 self.shard().set_state(WorkerState::Spinning);
                 let backoff = Backoff::new();
-                for _ in 0..self.registry.cfg.spin_limit {
+                for _ in 0..reg.cfg.spin_limit {
                     backoff.snooze();
-                    if let Some(job) = self.find_work() {
+                    if let Some((job, lane)) = self.find_work() {
                         searching = false;
                         self.stop_searching();
-                        self.execute(job);
+                        self.execute(job, lane);
                         continue 'outer;
                     }
                 }
             }
             match self.park(searching) {
                 Parked::Resume { searching: s } => searching = s,
-                Parked::Exit => break,
+                Parked::Exit => return Exit::Shutdown,
             }
+        }
+    }
+
+    /// Retiring: every task still in our deques goes to its lane's shared queue, for the
+    /// workers that stay. Called between tasks, so no `join` of ours is waiting on any of
+    /// them; each is moved, not copied, so none runs twice and none is lost.
+    fn hand_over_work(&self) {
+        let reg = &*self.registry;
+        let mut moved = 0;
+        for (lane, local) in self.locals.iter().enumerate() {
+            while let Some(job) = local.pop() {
+                reg.lanes[lane].injector.push(job);
+                moved += 1;
+            }
+        }
+        self.flush_reservations();
+        if moved > 0 {
+            reg.sleep.notify_new_work_n(moved);
         }
     }
 
@@ -139,11 +216,15 @@ impl WorkerThread {
     /// sleep/README.md by waking one more worker if work is still queued (the chain).
     fn stop_searching(&self) {
         let reg = &*self.registry;
-        if reg.sleep.transition_from_searching()
-            && (!self.local.is_empty() || !reg.injector.is_empty())
-        {
+        if reg.sleep.transition_from_searching() && self.work_queued_here() {
             reg.sleep.wake_one();
         }
+    }
+
+    /// Whether our deques or the shared queues hold a job.
+    fn work_queued_here(&self) -> bool {
+        self.locals.iter().any(|l| !l.is_empty())
+            || self.registry.lanes.iter().any(|l| !l.injector.is_empty())
     }
 
     /// Out of work: give back capacity units and tell `wait()`ers.
@@ -164,9 +245,16 @@ impl WorkerThread {
         self.shard().set_state(WorkerState::Parked);
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
+        // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
+        let control = reg.control();
+        let retire = Registry::retiring(control, self.index);
         // The re-check of step 3. `--cfg flock_canary` removes it to prove the loom models
-        // catch a lost wake-up (scripts/loom.sh).
-        if exit || (!cfg!(flock_canary) && self.work_visible()) {
+        // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to
+        // start: `resume` wakes everyone.
+        if exit
+            || retire
+            || (!cfg!(flock_canary) && !Registry::paused(control) && self.work_visible())
+        {
             if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.
                 sleep.park(self.index);
@@ -188,21 +276,83 @@ impl WorkerThread {
     /// Whether any queue holds a job (the re-check after announcing sleep).
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
-        !reg.injector.is_empty() || reg.stealers.iter().any(|s| !s.is_empty())
+        reg.lanes.iter().any(|l| !l.injector.is_empty())
+            || reg.stealers.iter().any(|s| !s.is_empty())
     }
 
     /// Own deque, then the injector (a batch into our deque), then the other workers' deques
-    /// from a random victim. `Steal::Retry` is retried, never taken for empty.
-    pub(crate) fn find_work(&self) -> Option<Job> {
-        self.local
+    /// from a random victim. `Steal::Retry` is retried, never taken for empty. With several
+    /// lanes, the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and
+    /// its lane.
+    pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
+        if self.locals.len() > 1 {
+            return self.find_work_in_lanes();
+        }
+        self.locals[0]
             .pop()
-            .or_else(|| self.steal_from_injector())
+            .or_else(|| self.steal_from_injector(0))
+            .map(|job| (job, 0))
             .or_else(|| self.steal_from_others())
     }
 
-    fn steal_from_injector(&self) -> Option<Job> {
+    /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
+    /// deque or their shared queue, serve the one whose virtual clock is furthest behind;
+    /// lanes with no work are brought up to that clock (an idle lane saves no credit, so
+    /// when it gets busy it is served at once but cannot then crowd the others out).
+    fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
+        let reg = &*self.registry;
+        let vt = &self.vtime;
+        let mut best: Option<usize> = None;
+        let mut idle = 0u32;
+        for lane in 0..self.locals.len() {
+            if self.locals[lane].is_empty() && reg.lanes[lane].injector.is_empty() {
+                idle |= 1 << lane;
+            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
+                best = Some(lane);
+            }
+        }
+        if let Some(best) = best {
+            let floor = vt[best].get();
+            for (lane, clock) in vt.iter().enumerate() {
+                if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
+                    clock.set(floor);
+                }
+            }
+            if let Some(job) = self.take_from_lane(best) {
+                return Some((job, best));
+            }
+            // Emptied by thieves meanwhile: any other lane that had work.
+            for lane in 0..self.locals.len() {
+                if lane != best && idle & (1 << lane) == 0 {
+                    if let Some(job) = self.take_from_lane(lane) {
+                        return Some((job, lane));
+                    }
+                }
+            }
+        }
+        self.steal_from_others()
+    }
+
+    fn take_from_lane(&self, lane: usize) -> Option<Job> {
+        self.locals[lane]
+            .pop()
+            .or_else(|| self.steal_from_injector(lane))
+    }
+
+    /// Charges `ns` of run time to `lane`'s virtual clock.
+    fn charge(&self, lane: usize, ns: u64) {
+        // Capped at 2^40 ns (18 minutes) so the product fits: the stride is at most 2^16.
+        let cost = ns.clamp(1, 1 << 40) * self.registry.lanes[lane].stride;
+        let clock = &self.vtime[lane];
+        clock.set(clock.get().wrapping_add(cost));
+    }
+
+    fn steal_from_injector(&self, lane: usize) -> Option<Job> {
         loop {
-            match self.registry.injector.steal_batch_and_pop(&self.local) {
+            match self.registry.lanes[lane]
+                .injector
+                .steal_batch_and_pop(&self.locals[lane])
+            {
                 // Counted in `execute` (the `INJECTED` flag): part of a batch may be stolen
                 // from our deque before we could count it here.
                 Steal::Success(job) => return Some(job),
@@ -212,9 +362,11 @@ impl WorkerThread {
         }
     }
 
-    fn steal_from_others(&self) -> Option<Job> {
-        let stealers = &self.registry.stealers;
-        let n = stealers.len();
+    /// One task from another worker's deque: victims from a random start, lanes in order.
+    fn steal_from_others(&self) -> Option<(Job, usize)> {
+        let reg = &*self.registry;
+        let lanes = self.locals.len();
+        let n = reg.shown_slots();
         if n < 2 {
             return None;
         }
@@ -226,15 +378,17 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
-                // One task at a time from another worker (as rayon does): its owner keeps the
-                // rest of its deque, and the count is exact.
-                match stealers[victim].steal() {
-                    Steal::Success(job) => {
-                        self.shard().stat_owned(Stat::Stolen, 1);
-                        return Some(job);
+                for lane in 0..lanes {
+                    // One task at a time from another worker (as rayon does): its owner keeps
+                    // the rest of its deque, and the count is exact.
+                    match reg.stealers[victim * lanes + lane].steal() {
+                        Steal::Success(job) => {
+                            self.shard().stat_owned(Stat::Stolen, 1);
+                            return Some((job, lane));
+                        }
+                        Steal::Retry => retry = true,
+                        Steal::Empty => {}
                     }
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
                 }
             }
             if !retry {
@@ -254,8 +408,8 @@ impl WorkerThread {
         x
     }
 
-    /// Runs one job and counts how it ended.
-    pub(crate) fn execute(&self, job: Job) {
+    /// Runs one job of `lane` and counts how it ended.
+    pub(crate) fn execute(&self, job: Job, lane: usize) {
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
         let flags = job.flags();
@@ -270,26 +424,51 @@ impl WorkerThread {
             return;
         }
         let counted = flags & COUNTED != 0;
-        let timing = match &self.registry.latency {
-            Some(latency) if counted => Some((latency, job.queued_at_ns(), self.registry.now_ns())),
-            _ => None,
-        };
-        let end = match catch_unwind(AssertUnwindSafe(|| job.run())) {
-            Ok(Outcome::Done) => Proto::Completed,
-            Ok(Outcome::Panicked) => Proto::Panicked,
-            Ok(Outcome::Skipped) => return,
+        let lanes = self.locals.len() > 1;
+        let reg = &*self.registry;
+        let queued_at = job.queued_at_ns();
+        let start = (lanes || (counted && reg.latency.is_some())).then(|| reg.now_ns());
+        let outer_lane = self.lane.replace(lane);
+        let outer_nested = self.nested_ns.replace(0);
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        self.lane.set(outer_lane);
+        let inner_ns = self.nested_ns.get();
+        let end = match result {
+            Ok(Outcome::Done) => Some(Proto::Completed),
+            Ok(Outcome::Panicked) => Some(Proto::Panicked),
+            Ok(Outcome::Skipped) => None,
             Err(payload) => {
-                self.registry.report_panic(Some(self.index), payload);
-                Proto::Panicked
+                reg.report_panic(Some(self.index), payload);
+                Some(Proto::Panicked)
             }
         };
-        if let Some((latency, queued, start)) = timing {
+        let Some(start) = start else {
+            self.nested_ns.set(outer_nested);
+            if let (true, Some(end)) = (counted, end) {
+                shard.add_owned(end, 1);
+            }
+            return;
+        };
+        let total = reg.now_ns().saturating_sub(start);
+        // Our whole run counts as nested time of the task we run inside, if any.
+        self.nested_ns.set(outer_nested + total);
+        let counted_end = if counted { end } else { None };
+        if let (Some(latency), Some(_)) = (&reg.latency, counted_end) {
             let mine = latency.worker(self.index);
-            mine.wait.record_owned(start.saturating_sub(queued));
-            mine.run
-                .record_owned(self.registry.now_ns().saturating_sub(start));
+            mine.wait.record_owned(start.saturating_sub(queued_at));
+            mine.run.record_owned(total);
         }
-        if counted {
+        if lanes {
+            // Tasks run inside this one (while it waited in `join` or `scope`) were charged
+            // to their own lanes already.
+            let own = total.saturating_sub(inner_ns);
+            self.charge(lane, own);
+            if counted_end.is_some() {
+                shard.lane_owned(LaneStat::Executed, lane, 1);
+                shard.lane_owned(LaneStat::BusyNs, lane, own);
+            }
+        }
+        if let Some(end) = counted_end {
             shard.add_owned(end, 1);
         }
     }
@@ -327,35 +506,88 @@ impl WorkerThread {
         }
     }
 
-    /// Pushes a job onto this worker's own deque: no lock, no shared read-modify-write.
+    /// Pushes a job onto this worker's own deque of the running task's lane: no lock, no
+    /// shared read-modify-write.
     pub(crate) fn push_local(&self, job: Job) {
-        self.local.push(job);
+        self.locals[self.lane.get()].push(job);
         self.shard().stat_owned(Stat::LocalPushes, 1);
         self.registry.sleep.notify_local_work();
     }
 
-    /// A task submitted from inside the pool: counted on our own shard, onto our own deque.
-    pub(crate) fn submit_local(&self, mut job: Job) {
-        if self.registry.latency.is_some() {
-            job.stamp(self.registry.now_ns());
+    /// A task submitted from inside the pool: counted on our own shard, onto our own deque
+    /// of `lane` (`None`: the running task's lane).
+    pub(crate) fn submit_local(&self, mut job: Job, lane: Option<usize>) {
+        let reg = &*self.registry;
+        if reg.latency.is_some() {
+            job.stamp(reg.now_ns());
         }
         let shard = self.shard();
         shard.add_owned(Proto::Entered, 1);
         shard.stat_owned(Stat::Submitted, 1);
-        self.push_local(job);
+        let lane = lane.unwrap_or(self.lane.get());
+        if self.locals.len() > 1 {
+            shard.lane_owned(LaneStat::Submitted, lane, 1);
+        }
+        self.locals[lane].push(job);
+        shard.stat_owned(Stat::LocalPushes, 1);
+        reg.sleep.notify_local_work();
     }
 
-    /// Pops the most recent job of our own deque (used by `join` to take its job back).
+    /// Many tasks submitted from inside the pool at once (`submit_batch`, `for_each`): one
+    /// count, one wake-up call for the lot.
+    pub(crate) fn submit_local_batch(
+        &self,
+        jobs: impl Iterator<Item = Job>,
+        lane: Option<usize>,
+    ) -> usize {
+        let reg = &*self.registry;
+        let lane = lane.unwrap_or(self.lane.get());
+        let stamp = reg.latency.as_ref().map(|_| reg.now_ns());
+        let shard = self.shard();
+        let mut n = 0;
+        for mut job in jobs {
+            if let Some(t) = stamp {
+                job.stamp(t);
+            }
+            // Entered before the push, as in `submit_local` (a thief may run it at once).
+            shard.add_owned(Proto::Entered, 1);
+            self.locals[lane].push(job);
+            n += 1;
+        }
+        shard.stat_owned(Stat::Submitted, n as u64);
+        shard.stat_owned(Stat::LocalPushes, n as u64);
+        if self.locals.len() > 1 {
+            shard.lane_owned(LaneStat::Submitted, lane, n as u64);
+        }
+        // No fence needed (see `notify_local_work`): we run our own deque before we sleep.
+        reg.sleep.notify_new_work_n(n);
+        n
+    }
+
+    /// Pops the most recent job of our own deque of the running task's lane (used by `join`
+    /// to take its job back).
     pub(crate) fn pop_local(&self) -> Option<Job> {
-        self.local.pop()
+        self.locals[self.lane.get()].pop()
+    }
+
+    /// The lane of the task running now.
+    pub(crate) fn lane(&self) -> usize {
+        self.lane.get()
     }
 
     /// Runs other work until `latch` opens, then blocks for it if nothing is left to run.
+    /// While the pool is paused it only helps with tasks already in workers' deques (what
+    /// running tasks spawned and may be waiting for), never the shared queues.
     pub(crate) fn wait_until(&self, latch: &Latch) {
         let backoff = Backoff::new();
         while !latch.probe() {
-            if let Some(job) = self.find_work() {
-                self.execute(job);
+            let found = if Registry::paused(self.registry.control()) {
+                self.find_spawned_work()
+            } else {
+                self.find_work()
+            };
+            if let Some((job, lane)) = found {
+                self.execute(job, lane);
                 backoff.reset();
                 continue;
             }
@@ -366,4 +598,25 @@ impl WorkerThread {
         }
         latch.wait();
     }
+
+    /// Our own deques, then other workers' deques: tasks spawned by tasks.
+    fn find_spawned_work(&self) -> Option<(Job, usize)> {
+        let current = self.lane.get();
+        self.locals[current]
+            .pop()
+            .map(|job| (job, current))
+            .or_else(|| {
+                self.locals
+                    .iter()
+                    .enumerate()
+                    .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
+            })
+            .or_else(|| self.steal_from_others())
+    }
+}
+
+/// Whether virtual time `a` is behind `b`, on clocks that wrap (differences stay far below
+/// 2^63: a lane with work is served in proportion, one without is brought up to the rest).
+fn behind(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) < 0
 }

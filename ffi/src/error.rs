@@ -42,6 +42,12 @@ pub enum flock_status {
     /// An argument is out of its range: a worker index not below the pool's worker count, or
     /// a value that is not one of its enumeration's constants.
     FLOCK_ERR_INVALID_ARGUMENT = 9,
+    /// The lane named (by index or name) does not exist in this pool: the task was not
+    /// accepted.
+    FLOCK_ERR_UNKNOWN_LANE = 10,
+    /// flock_wait: the pool is paused with tasks outstanding, which would not start before
+    /// flock_resume; waiting could last forever.
+    FLOCK_ERR_PAUSED = 11,
 }
 
 /// See `enum flock_status`.
@@ -57,7 +63,7 @@ pub struct StatusArg(pub(crate) u32);
 
 impl flock_status {
     /// Every status, in value order (tests and `flock_status_str` use it).
-    pub(crate) const ALL: [flock_status; 10] = [
+    pub(crate) const ALL: [flock_status; 12] = [
         flock_status::FLOCK_OK,
         flock_status::FLOCK_ERR_NULL,
         flock_status::FLOCK_ERR_INVALID_CONFIG,
@@ -68,6 +74,8 @@ impl flock_status {
         flock_status::FLOCK_ERR_THREAD_SPAWN,
         flock_status::FLOCK_ERR_PANIC,
         flock_status::FLOCK_ERR_INVALID_ARGUMENT,
+        flock_status::FLOCK_ERR_UNKNOWN_LANE,
+        flock_status::FLOCK_ERR_PAUSED,
     ];
 
     /// The status with this numeric value, if there is one.
@@ -92,6 +100,12 @@ impl flock_status {
                 c"a panic inside flock was caught; the call did not complete"
             }
             flock_status::FLOCK_ERR_INVALID_ARGUMENT => c"an argument is out of its range",
+            flock_status::FLOCK_ERR_UNKNOWN_LANE => {
+                c"no lane of that index or name in this pool; the task was not accepted"
+            }
+            flock_status::FLOCK_ERR_PAUSED => {
+                c"the pool is paused with tasks outstanding; resume it before waiting"
+            }
         }
     }
 }
@@ -102,6 +116,7 @@ impl From<RejectReason> for flock_status {
             RejectReason::Full => flock_status::FLOCK_ERR_FULL,
             RejectReason::Timeout => flock_status::FLOCK_ERR_TIMEOUT,
             RejectReason::Shutdown => flock_status::FLOCK_ERR_SHUTDOWN,
+            RejectReason::UnknownLane => flock_status::FLOCK_ERR_UNKNOWN_LANE,
         }
     }
 }
@@ -111,6 +126,7 @@ impl From<WaitError> for flock_status {
         match e {
             WaitError::WouldDeadlock => flock_status::FLOCK_ERR_WOULD_DEADLOCK,
             WaitError::Timeout => flock_status::FLOCK_ERR_TIMEOUT,
+            WaitError::Paused => flock_status::FLOCK_ERR_PAUSED,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! Five counters take part in the pool's protocol (see `outstanding`) and come through the
 //! `sync` facade so loom sees them; the rest are statistics and stay on plain std atomics.
 
+use crate::lane::MAX_LANES;
 use crate::sync::{facade_thread_local, fence, AtomicU64 as PAtomicU64, Ordering as POrdering};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
@@ -47,6 +48,18 @@ pub(crate) enum Stat {
 }
 const STATS: usize = 11;
 
+/// Per-lane statistics, kept only when the pool has more than one lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LaneStat {
+    /// Tasks accepted into the lane.
+    Submitted = 0,
+    /// Tasks of the lane that ran (to their end or to a panic).
+    Executed,
+    /// Nanoseconds of run time charged to the lane.
+    BusyNs,
+}
+const LANE_STATS: usize = 3;
+
 /// What a worker is doing, as [`Stats`](crate::Stats) shows it.
 ///
 /// ```
@@ -71,6 +84,7 @@ pub(crate) struct Shard {
     proto: [PAtomicU64; PROTO],
     stats: [AtomicU64; STATS],
     state: AtomicU8,
+    lanes: [[AtomicU64; LANE_STATS]; MAX_LANES],
 }
 
 impl Shard {
@@ -79,6 +93,7 @@ impl Shard {
             proto: std::array::from_fn(|_| PAtomicU64::new(0)),
             stats: std::array::from_fn(|_| AtomicU64::new(0)),
             state: AtomicU8::new(WorkerState::Running as u8),
+            lanes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
 
@@ -109,6 +124,11 @@ impl Shard {
         self.proto[Proto::Entered as usize].fetch_add(1, POrdering::AcqRel) & CLOSED == 0
     }
 
+    /// Enters `n` tasks at once (a batch); the same handshake as `enter_shared`.
+    pub(crate) fn enter_shared_n(&self, n: u64) -> bool {
+        self.proto[Proto::Entered as usize].fetch_add(n, POrdering::AcqRel) & CLOSED == 0
+    }
+
     /// Marks the shard closed: entries after this see `CLOSED` (see `enter_shared`).
     fn close(&self) {
         self.proto[Proto::Entered as usize].fetch_or(CLOSED, POrdering::AcqRel);
@@ -129,6 +149,25 @@ impl Shard {
         if cfg!(feature = "metrics") || s == Stat::Submitted {
             self.stats[s as usize].fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// Adds to a lane statistic of a shard only the calling thread writes.
+    pub(crate) fn lane_owned(&self, s: LaneStat, lane: usize, n: u64) {
+        if cfg!(feature = "metrics") {
+            let a = &self.lanes[lane][s as usize];
+            a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds to a lane statistic of a shard several threads may write.
+    pub(crate) fn lane_shared(&self, s: LaneStat, lane: usize, n: u64) {
+        if cfg!(feature = "metrics") {
+            self.lanes[lane][s as usize].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn lane_stat(&self, s: LaneStat, lane: usize) -> u64 {
+        self.lanes[lane][s as usize].load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_state(&self, s: WorkerState) {
@@ -199,6 +238,10 @@ impl Counters {
 
     pub(crate) fn sum_stat(&self, s: Stat) -> u64 {
         self.all().map(|sh| sh.stat(s)).sum()
+    }
+
+    pub(crate) fn sum_lane(&self, s: LaneStat, lane: usize) -> u64 {
+        self.all().map(|sh| sh.lane_stat(s, lane)).sum()
     }
 
     /// Tasks entered and neither finished nor revoked. Zero means: every task whose entry

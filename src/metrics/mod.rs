@@ -5,7 +5,7 @@ pub(crate) mod counters;
 pub(crate) mod histogram;
 
 use crate::registry::Registry;
-use counters::{Proto, Stat};
+use counters::{LaneStat, Proto, Stat};
 use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
 use std::fmt::{self, Write as _};
 use std::time::Duration;
@@ -71,12 +71,19 @@ pub struct Stats {
     pub queued: u64,
     /// The bound on queued tasks from outside (`usize::MAX`: none).
     pub capacity: usize,
-    /// The number of workers.
+    /// The number of workers wanted (as built or last resized).
     pub workers: usize,
+    /// The most workers the pool may be resized to.
+    pub max_workers: usize,
+    /// Whether the pool is paused.
+    pub paused: bool,
     /// Time since the pool was built.
     pub uptime: Duration,
-    /// One entry per worker.
+    /// One entry per worker slot in use: after a resize, the workers wanted, plus any still
+    /// retiring (a shut-down pool keeps its entries, `Stopped`).
     pub per_worker: Vec<WorkerStats>,
+    /// One entry per lane, in the order given to `PoolBuilder::lanes`.
+    pub lanes: Vec<LaneStats>,
     /// Submit → start, when the pool was built with `track_latency(true)`.
     pub queue_wait: Option<LatencyStats>,
     /// Start → end, when the pool was built with `track_latency(true)`.
@@ -109,6 +116,35 @@ pub struct WorkerStats {
     pub parks: u64,
     /// What it is doing now.
     pub state: WorkerState,
+}
+
+/// One lane's share of a [`Stats`] snapshot.
+///
+/// ```
+/// let pool = flock::Pool::builder().lanes(&[("hi", 3), ("lo", 1)]).build().unwrap();
+/// for _ in 0..10 { pool.submit_to("lo", || ()).unwrap(); }
+/// pool.wait().unwrap();
+/// let lo = &pool.stats().lanes[1];
+/// assert_eq!((lo.name.as_str(), lo.weight, lo.submitted, lo.executed, lo.queued), ("lo", 1, 10, 10, 0));
+/// assert!(lo.busy.is_some());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LaneStats {
+    /// The lane's name.
+    pub name: String,
+    /// Its weight.
+    pub weight: u32,
+    /// Tasks accepted into it.
+    pub submitted: u64,
+    /// Its tasks that ran (to their end or to a panic).
+    pub executed: u64,
+    /// Its tasks waiting in its shared queue (tasks in workers' deques are counted in
+    /// `Stats::queued` only).
+    pub queued: u64,
+    /// Run time its tasks took, as charged for fair sharing; measured only when the pool has
+    /// more than one lane (`None` otherwise).
+    pub busy: Option<Duration>,
 }
 
 /// A latency distribution, from a log-bucketed histogram (each bucket ≤ 25% wide).
@@ -201,6 +237,7 @@ impl Registry {
         let per_worker = c
             .worker_shards()
             .iter()
+            .take(self.shown_slots())
             .enumerate()
             .map(|(index, s)| WorkerStats {
                 index,
@@ -230,12 +267,40 @@ impl Registry {
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
             in_flight,
-            queued: (self.injector.len() + self.stealers.iter().map(|s| s.len()).sum::<usize>())
-                as u64,
+            queued: (self.lanes.iter().map(|l| l.injector.len()).sum::<usize>()
+                + self.stealers.iter().map(|s| s.len()).sum::<usize>()) as u64,
             capacity: self.cfg.capacity,
-            workers: self.cfg.workers,
+            workers: self.workers(),
+            max_workers: self.cfg.max_workers,
+            paused: self.is_paused(),
             uptime: self.started_at.elapsed(),
             per_worker,
+            lanes: self
+                .cfg
+                .lanes
+                .iter()
+                .enumerate()
+                .map(|(i, (name, weight))| {
+                    let several = self.lanes.len() > 1;
+                    LaneStats {
+                        name: name.clone(),
+                        weight: *weight,
+                        submitted: if several {
+                            c.sum_lane(LaneStat::Submitted, i)
+                        } else {
+                            submitted
+                        },
+                        executed: if several {
+                            c.sum_lane(LaneStat::Executed, i)
+                        } else {
+                            completed + panicked
+                        },
+                        queued: self.lanes[i].injector.len() as u64,
+                        busy: several
+                            .then(|| Duration::from_nanos(c.sum_lane(LaneStat::BusyNs, i))),
+                    }
+                })
+                .collect(),
             queue_wait: latency
                 .as_ref()
                 .map(|(w, _)| LatencyStats::from_snapshot(w)),
@@ -291,9 +356,11 @@ impl fmt::Display for Stats {
         };
         writeln!(
             f,
-            "flock pool: {} workers, up {}, capacity {cap}",
+            "flock pool: {} workers (max {}), up {}, capacity {cap}{}",
             self.workers,
-            Short(self.uptime)
+            self.max_workers,
+            Short(self.uptime),
+            if self.paused { ", PAUSED" } else { "" }
         )?;
         writeln!(
             f,
@@ -330,6 +397,24 @@ impl fmt::Display for Stats {
                     Short(l.p90),
                     Short(l.p99),
                     Short(l.max)
+                )?;
+            }
+        }
+        if self.lanes.len() > 1 {
+            writeln!(
+                f,
+                "  lane              weight  submitted   executed     queued       busy"
+            )?;
+            for l in &self.lanes {
+                writeln!(
+                    f,
+                    "  {:<16} {:>7} {:>10} {:>10} {:>10} {:>10}",
+                    l.name,
+                    l.weight,
+                    l.submitted,
+                    l.executed,
+                    l.queued,
+                    Short(l.busy.unwrap_or_default())
                 )?;
             }
         }
@@ -491,6 +576,50 @@ impl Stats {
             "Seconds since the pool was built.",
             &[(String::new(), self.uptime.as_secs_f64().to_string())],
         );
+        metric(
+            "max_workers",
+            "gauge",
+            "The most workers the pool may be resized to.",
+            &one(self.max_workers as u64),
+        );
+        metric(
+            "paused",
+            "gauge",
+            "1 while the pool is paused.",
+            &one(u64::from(self.paused)),
+        );
+        let lane = |f: fn(&LaneStats) -> String| {
+            self.lanes
+                .iter()
+                .map(|l| (format!("{{lane=\"{}\"}}", escape_label(&l.name)), f(l)))
+                .collect::<Vec<_>>()
+        };
+        metric(
+            "lane_submitted_total",
+            "counter",
+            "Tasks accepted into each lane.",
+            &lane(|l| l.submitted.to_string()),
+        );
+        metric(
+            "lane_executed_total",
+            "counter",
+            "Tasks of each lane that ran.",
+            &lane(|l| l.executed.to_string()),
+        );
+        metric(
+            "lane_queued",
+            "gauge",
+            "Tasks waiting in each lane's shared queue.",
+            &lane(|l| l.queued.to_string()),
+        );
+        if self.lanes.iter().all(|l| l.busy.is_some()) {
+            metric(
+                "lane_busy_seconds_total",
+                "counter",
+                "Run time charged to each lane.",
+                &lane(|l| l.busy.unwrap_or_default().as_secs_f64().to_string()),
+            );
+        }
         let per = |f: fn(&WorkerStats) -> u64| {
             self.per_worker
                 .iter()
@@ -593,4 +722,12 @@ fn sanitize(prefix: &str) -> String {
         s.insert(0, '_');
     }
     s
+}
+
+/// A Prometheus label value: backslash, double quote and newline escaped.
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -38,9 +38,9 @@ impl Sleep {
 
     /// A worker out of local work asks to search. Refused when half the workers already
     /// search: more searchers would only fight over the same queues.
-    pub(crate) fn transition_to_searching(&self) -> bool {
+    pub(crate) fn transition_to_searching(&self, workers: usize) -> bool {
         let state = self.state.load(Ordering::Relaxed);
-        if 2 * searching(state) >= self.parkers.len() as u64 {
+        if 2 * searching(state) >= workers as u64 {
             return false;
         }
         // Relaxed suffices: becoming a searcher only tells submitters they may skip waking;
@@ -117,6 +117,46 @@ impl Sleep {
         let state = self.state.load(Ordering::Relaxed);
         if searching(state) == 0 && sleeping(state) > 0 {
             self.wake_one();
+        }
+    }
+
+    /// After pushing `n` jobs to an injector at once (a batch): F1, then wake as many
+    /// sleepers as there are jobs beyond the current searchers, up to all of them. Waking
+    /// them together rather than through the searchers' chain (one at a time) is what a
+    /// batch is for; it is not a herd, each woken worker has a job to find.
+    pub(crate) fn notify_new_work_n(&self, n: usize) {
+        if n <= 1 {
+            return self.notify_new_work();
+        }
+        // F1, as in `notify_new_work`.
+        fence(Ordering::SeqCst);
+        let state = self.state.load(Ordering::Relaxed);
+        if sleeping(state) > 0 && n as u64 > searching(state) {
+            self.wake_n(n);
+        }
+    }
+
+    /// Wakes parked workers, making them searchers, until there are `n` searchers (or no
+    /// sleeper is left). With no searcher and a sleeper this wakes at least one, so it keeps
+    /// the promise of `wake_one`; with searchers, their chain covers what it leaves.
+    #[cold]
+    fn wake_n(&self, n: usize) {
+        let mut sleepers = self.sleepers.lock();
+        let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
+        let take = n.saturating_sub(searchers).min(sleepers.len());
+        if take == 0 {
+            return;
+        }
+        let at = sleepers.len() - take;
+        let woken: Vec<usize> = sleepers.drain(at..).collect();
+        let k = take as u64;
+        self.state.fetch_add(
+            (SEARCHING_ONE * k).wrapping_sub(SLEEPING_ONE * k),
+            Ordering::SeqCst,
+        );
+        drop(sleepers);
+        for index in woken {
+            self.parkers[index].unpark();
         }
     }
 
@@ -210,10 +250,10 @@ mod tests {
     #[test]
     fn searchers_are_capped_at_half_the_workers() {
         let sleep = Sleep::new(4);
-        assert!(sleep.transition_to_searching());
-        assert!(sleep.transition_to_searching());
+        assert!(sleep.transition_to_searching(4));
+        assert!(sleep.transition_to_searching(4));
         assert!(
-            !sleep.transition_to_searching(),
+            !sleep.transition_to_searching(4),
             "two of four already search"
         );
         assert_eq!(sleep.counts(), (2, 0));
@@ -228,7 +268,7 @@ mod tests {
     #[test]
     fn a_wake_moves_one_sleeper_to_searching_and_leaves_a_token() {
         let sleep = Sleep::new(2);
-        assert!(sleep.transition_to_searching());
+        assert!(sleep.transition_to_searching(2));
         sleep.announce_parked(0, true);
         sleep.announce_parked(1, false);
         assert_eq!(sleep.counts(), (0, 2));
