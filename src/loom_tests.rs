@@ -17,6 +17,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 fn pool(workers: usize) -> Pool {
     Pool::builder()
         .workers(workers)
+        .max_workers(workers)
         .spin_limit(0)
         .capacity(4)
         .build()
@@ -181,6 +182,75 @@ fn loom_chain_wake_runs_two_tasks_in_parallel() {
             })
             .unwrap();
         }
+        pool.wait().unwrap();
+        assert_eq!(*started.0.lock().unwrap(), 2);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// `resume` racing a worker that parks because the pool is paused: the queued task runs and
+/// `wait` returns (a worker left asleep with work queued would be a deadlock loom reports).
+#[test]
+fn loom_resume_wakes_a_paused_worker() {
+    model("loom_resume_wakes_a_paused_worker", || {
+        let pool = Arc::new(pool(1));
+        pool.pause();
+        let ran = counter();
+        let r = ran.clone();
+        pool.submit(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let p = pool.clone();
+        let resumer = loom::thread::spawn(move || p.resume());
+        resumer.join().unwrap();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A shrink racing the workers over a just-submitted task: the retiring worker (asleep,
+/// searching, or running the task) leaves, the task runs exactly once, and `wait` returns.
+/// (It found that a retiring worker must tell `wait()`ers, as an idle one does.)
+#[test]
+fn loom_shrink_racing_a_submit() {
+    model("loom_shrink_racing_a_submit", || {
+        let pool = pool(2);
+        let ran = counter();
+        let r = ran.clone();
+        pool.submit(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        pool.resize(1).unwrap();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+        assert_eq!(pool.stats().per_worker.len(), 1);
+    });
+}
+
+/// A batch of two tasks that can only finish together, two workers asleep: the batch's
+/// wake-up call must get both workers going (or loom reports the deadlock).
+#[test]
+fn loom_batch_wakes_enough_workers() {
+    model("loom_batch_wakes_enough_workers", || {
+        let pool = pool(2);
+        let started = Arc::new((loom::sync::Mutex::new(0usize), loom::sync::Condvar::new()));
+        let tasks = (0..2).map(|_| {
+            let s = started.clone();
+            move || {
+                let (count, cond) = &*s;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                cond.notify_all();
+                while *n < 2 {
+                    n = cond.wait(n).unwrap();
+                }
+            }
+        });
+        assert_eq!(pool.submit_batch(tasks).unwrap(), 2);
         pool.wait().unwrap();
         assert_eq!(*started.0.lock().unwrap(), 2);
         pool.shutdown().unwrap();

@@ -776,7 +776,9 @@ impl Registry {
     /// meanwhile (it keeps running).
     pub(crate) fn confirm_retire(&self, index: usize) -> bool {
         let mut slots = self.slots.lock();
-        if Registry::retiring(self.control(), index) && !self.is_shutdown() {
+        // Also during shutdown: the work it hands over is run by those that stay (at least
+        // one worker is always wanted, and none exits while a task is outstanding).
+        if Registry::retiring(self.control(), index) {
             slots.state[index] = SlotState::Retiring;
             true
         } else {

@@ -120,6 +120,9 @@ pub(crate) fn run(
         }
         guard.disarm();
     }
+    // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
+    // as good as retired, and `Stats::per_worker` should not show it.
+    retired |= Registry::retiring(reg.control(), index);
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
     }
@@ -179,6 +182,10 @@ impl WorkerThread {
                 let backoff = Backoff::new();
                 for _ in 0..reg.cfg.spin_limit {
                     backoff.snooze();
+                    if reg.control() != control {
+                        // Paused or resized meanwhile: decide again at the top.
+                        continue 'outer;
+                    }
                     if let Some((job, lane)) = self.find_work() {
                         searching = false;
                         self.stop_searching();
@@ -206,10 +213,13 @@ impl WorkerThread {
                 moved += 1;
             }
         }
-        self.flush_reservations();
         if moved > 0 {
             reg.sleep.notify_new_work_n(moved);
         }
+        // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
+        // task we finished last may have been the one they wait for; loom found that a
+        // retiring worker skipping this left `wait` asleep forever).
+        self.go_idle();
     }
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
