@@ -173,8 +173,9 @@ impl PoolBuilder {
         Self::default()
     }
 
-    /// Number of worker threads. Default: the CPUs this process may run on
+    /// Number of worker threads to start with. Default: the CPUs this process may run on
     /// (`std::thread::available_parallelism`, which honours affinity masks and cgroup quotas).
+    /// [`Pool::resize`] changes it later, up to [`max_workers`](PoolBuilder::max_workers).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(3).build().unwrap();

@@ -227,7 +227,7 @@ pub enum WaitError {
     /// The timeout passed first. For a shutdown, the pool keeps draining; the threads are
     /// joined by a later shutdown call or when the `Pool` is dropped.
     Timeout,
-    /// The pool is paused with tasks outstanding: queued tasks would not start before
+    /// The pool is paused with tasks waiting in a queue: they would not start before
     /// [`Pool::resume`](crate::Pool::resume), so waiting could last forever.
     Paused,
 }
@@ -240,9 +240,7 @@ impl fmt::Display for WaitError {
                  call it from outside the pool"
             }
             WaitError::Timeout => "the timeout passed before the pool finished",
-            WaitError::Paused => {
-                "the pool is paused with tasks outstanding; resume() it before waiting"
-            }
+            WaitError::Paused => "the pool is paused with tasks queued; resume() it before waiting",
         })
     }
 }

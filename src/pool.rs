@@ -95,10 +95,12 @@ impl Pool {
 
     /// Runs `task` on the pool, fire and forget.
     ///
-    /// From outside the pool the task goes to the shared queue, subject to capacity and the
+    /// From outside the pool the task goes to the shared queue (of the first lane, when the
+    /// pool has several: see [`submit_to`](Pool::submit_to)), subject to capacity and the
     /// [`Backpressure`](crate::Backpressure) policy; a refused task comes back in the error.
-    /// From one of the pool's own tasks it goes to that worker's own deque (never refused,
-    /// never blocking). A panic in the task is caught, counted and passed to the panic handler.
+    /// From one of the pool's own tasks it goes to that worker's own deque, in the running
+    /// task's lane (never refused, never blocking). A panic in the task is caught, counted and
+    /// passed to the panic handler.
     ///
     /// ```
     /// use flock::{Backpressure, Pool, RejectReason};
@@ -434,8 +436,9 @@ impl Pool {
     ///
     /// # Errors
     /// [`WaitError::WouldDeadlock`] when called from one of the pool's own workers;
-    /// [`WaitError::Paused`] when the pool is (or becomes) paused with tasks outstanding,
-    /// which would otherwise wait until someone calls [`resume`](Pool::resume).
+    /// [`WaitError::Paused`] when the pool is (or becomes) paused while tasks wait in a
+    /// queue, which would otherwise wait until someone calls [`resume`](Pool::resume).
+    /// Paused with only running tasks left, it waits for them.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -598,7 +601,8 @@ impl Pool {
 
     /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
     /// `join` or `scope` still run), queued ones wait; submissions still queue, within
-    /// capacity. Idle workers park. [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
+    /// capacity. Idle workers park; a worker that had already taken its next task when the
+    /// pause began runs that one. [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
     /// than wait for a queue that will not move; a graceful shutdown resumes the pool so
     /// that its queue drains.
     ///

@@ -585,7 +585,7 @@ impl Registry {
     }
 
     /// Blocks until no task is outstanding, or `deadline` passes, or (with `stop_if_paused`)
-    /// the pool is paused with tasks outstanding.
+    /// the pool is paused while tasks wait in a queue.
     pub(crate) fn wait_quiescent(&self, deadline: Option<Instant>, stop_if_paused: bool) -> Quiet {
         if self.counters.outstanding() == 0 {
             return Quiet::Done;
@@ -598,8 +598,12 @@ impl Registry {
             if self.counters.outstanding() == 0 {
                 break Quiet::Done;
             }
-            // Read under `wait_lock`: `pause` sets the bit before it takes the lock to notify.
-            if stop_if_paused && self.is_paused() {
+            // Paused with tasks waiting in a queue: they would not start before a resume.
+            // (Only running tasks left: they finish, and the worker that finishes the last
+            // one notifies us from `go_idle`, as does any worker that parks because of the
+            // pause, including one woken by a submit.) Read under `wait_lock`: `pause` sets
+            // the bit before it takes the lock to notify.
+            if stop_if_paused && self.is_paused() && self.anything_queued() {
                 break Quiet::Paused;
             }
             if timed_out {
@@ -609,6 +613,12 @@ impl Registry {
         };
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         done
+    }
+
+    /// Whether any shared queue or worker deque holds a job.
+    fn anything_queued(&self) -> bool {
+        self.lanes.iter().any(|l| !l.injector.is_empty())
+            || self.stealers.iter().any(|s| !s.is_empty())
     }
 
     // ----- workers wanted, pause ----------------------------------------------------------
