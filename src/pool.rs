@@ -245,7 +245,11 @@ impl Pool {
                 Ok(n) => accepted += n,
                 Err(reason) => {
                     accepted += offered - batch.len();
+                    // Never offered to the pool, handed back all the same: counted refused
+                    // like the rest, so the refusal counters match what comes back.
+                    let before = batch.len();
                     batch.extend(tasks);
+                    reg.count_refused(reason, (batch.len() - before) as u64);
                     return Err(BatchError::new(accepted, reason, batch));
                 }
             }
@@ -604,7 +608,7 @@ impl Pool {
     /// capacity. Idle workers park; a worker that had already taken its next task when the
     /// pause began runs that one. [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
     /// than wait for a queue that will not move; a graceful shutdown resumes the pool so
-    /// that its queue drains.
+    /// that its queue drains, and a pause after a shutdown began is ignored.
     ///
     /// ```
     /// let pool = flock::Pool::new();

@@ -282,18 +282,27 @@ impl Registry {
     #[cold]
     fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
         shard.add_shared(Proto::Revoked, n);
-        let stat = match reason {
-            RejectReason::Full => Some(Stat::RejectedFull),
-            RejectReason::Timeout => Some(Stat::RejectedTimeout),
-            RejectReason::Shutdown => Some(Stat::RejectedShutdown),
-            // Refused before anything was entered (`Pool::submit_to`); never revoked.
-            RejectReason::UnknownLane => None,
-        };
-        if let Some(stat) = stat {
-            shard.stat_shared(stat, n);
-        }
+        Registry::count_refused_on(shard, reason, n);
         self.after_finish_off_worker();
         reason
+    }
+
+    /// Counts `n` tasks refused for `reason` that were never entered (the tail of a batch
+    /// handed back with its refused head).
+    #[cold]
+    pub(crate) fn count_refused(&self, reason: RejectReason, n: u64) {
+        Registry::count_refused_on(self.counters.external(), reason, n);
+    }
+
+    fn count_refused_on(shard: &Shard, reason: RejectReason, n: u64) {
+        let stat = match reason {
+            RejectReason::Full => Stat::RejectedFull,
+            RejectReason::Timeout => Stat::RejectedTimeout,
+            RejectReason::Shutdown => Stat::RejectedShutdown,
+            // Refused before anything is entered or counted (`Pool::submit_to`).
+            RejectReason::UnknownLane => return,
+        };
+        shard.stat_shared(stat, n);
     }
 
     /// Admits up to `batch.len()` tasks from outside at once: one entry and one capacity
@@ -647,9 +656,16 @@ impl Registry {
     /// they can report [`WaitError::Paused`](crate::WaitError::Paused).
     pub(crate) fn set_paused(&self, on: bool) {
         if on {
+            // Under `slots`, as `begin_shutdown` clears the bit: a closing pool drains, so a
+            // pause after the shutdown began is ignored (it would leave the drain parked).
+            let slots = self.slots.lock();
+            if self.is_shutdown() {
+                return;
+            }
             // SeqCst, then the locks: a worker that parks after taking the `sleepers` lock,
             // and a waiter that checks under `wait_lock`, see the bit.
             self.control.fetch_or(PAUSED, Ordering::SeqCst);
+            drop(slots);
             self.notify_waiters();
         } else {
             self.control.fetch_and(!PAUSED, Ordering::SeqCst);

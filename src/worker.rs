@@ -182,8 +182,13 @@ impl WorkerThread {
                 let backoff = Backoff::new();
                 for _ in 0..reg.cfg.spin_limit {
                     backoff.snooze();
+                    // A long `spin_limit` must delay neither a shutdown (parking is where a
+                    // worker checks whether it may exit) nor a pause or resize (decided at
+                    // the top).
+                    if reg.is_shutdown() {
+                        break;
+                    }
                     if reg.control() != control {
-                        // Paused or resized meanwhile: decide again at the top.
                         continue 'outer;
                     }
                     if let Some((job, lane)) = self.find_work() {
@@ -224,17 +229,17 @@ impl WorkerThread {
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
     /// sleep/README.md by waking one more worker if work is still queued (the chain).
+    ///
+    /// "Queued" means in any queue, other workers' deques included: a batch steal from a
+    /// shared queue moves jobs into the thief's deque, where only a searcher will find them
+    /// if the thief then runs a long (or blocking) task. Looking only at our own deque and
+    /// the shared queues left such jobs unrun while workers slept (tests/resize.rs, four
+    /// tasks that wait for each other on four workers).
     fn stop_searching(&self) {
         let reg = &*self.registry;
-        if reg.sleep.transition_from_searching() && self.work_queued_here() {
+        if reg.sleep.transition_from_searching() && self.work_visible() {
             reg.sleep.wake_one();
         }
-    }
-
-    /// Whether our deques or the shared queues hold a job.
-    fn work_queued_here(&self) -> bool {
-        self.locals.iter().any(|l| !l.is_empty())
-            || self.registry.lanes.iter().any(|l| !l.injector.is_empty())
     }
 
     /// Out of work: give back capacity units and tell `wait()`ers.
@@ -609,19 +614,29 @@ impl WorkerThread {
         latch.wait();
     }
 
-    /// Our own deques, then other workers' deques: tasks spawned by tasks.
+    /// While paused: a job spawned by a running task, from our own deques, then other
+    /// workers'. Deques also hold jobs a batch steal moved there from the shared queues
+    /// (flag `INJECTED`): those were submitted from outside and wait for `resume`, so they
+    /// go back to their lane's shared queue (moved, not copied: nothing lost, nothing run
+    /// twice; `resume` wakes every worker).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
-        let current = self.lane.get();
-        self.locals[current]
-            .pop()
-            .map(|job| (job, current))
-            .or_else(|| {
-                self.locals
-                    .iter()
-                    .enumerate()
-                    .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
-            })
-            .or_else(|| self.steal_from_others())
+        loop {
+            let current = self.lane.get();
+            let (job, lane) = self.locals[current]
+                .pop()
+                .map(|job| (job, current))
+                .or_else(|| {
+                    self.locals
+                        .iter()
+                        .enumerate()
+                        .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
+                })
+                .or_else(|| self.steal_from_others())?;
+            if job.flags() & INJECTED == 0 {
+                return Some((job, lane));
+            }
+            self.registry.lanes[lane].injector.push(job);
+        }
     }
 }
 
