@@ -103,3 +103,60 @@ pub fn stall_all(pool: &flock::Pool) -> Gate {
     }
     gate
 }
+
+/// Polls `cond` until it holds: yielding at first, then napping a millisecond between tries so
+/// the poll does not steal a core from the workers. Call it inside a `watchdog`, so a
+/// condition that never comes fails the test instead of hanging it.
+pub fn eventually(mut cond: impl FnMut() -> bool) {
+    let mut tries = 0u32;
+    while !cond() {
+        tries += 1;
+        if tries < 200 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Waits until every worker of `pool` has parked (it has run out of work and stopped
+/// spinning). Call it inside a `watchdog`.
+pub fn all_parked(pool: &flock::Pool) {
+    eventually(|| {
+        pool.stats()
+            .per_worker
+            .iter()
+            .all(|w| w.state == flock::WorkerState::Parked)
+    });
+}
+
+/// Keeps the CPU busy for `d` of wall-clock time (arithmetic, not sleep).
+pub fn spin_for(d: Duration) {
+    let start = std::time::Instant::now();
+    let mut x = 1u64;
+    while start.elapsed() < d {
+        for _ in 0..64 {
+            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        }
+    }
+    std::hint::black_box(x);
+}
+
+/// Like `stall_all`, but submits the stall tasks one at a time, each once the one before it
+/// runs: the shared queue never holds two, so no worker can take a second stall task into its
+/// deque along with the first (with three or more workers `stall_all` can hang that way; see
+/// resize.rs, `tasks_submitted_together_all_start_while_workers_are_free`).
+pub fn stall_each(pool: &flock::Pool) -> Gate {
+    let gate = Gate::new();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..pool.workers() {
+        let (gate, tx) = (gate.clone(), tx.clone());
+        pool.submit(move || {
+            tx.send(()).unwrap();
+            gate.wait();
+        })
+        .unwrap();
+        rx.recv().expect("a free worker picks up the stall task");
+    }
+    gate
+}

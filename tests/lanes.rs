@@ -1,0 +1,535 @@
+//! Priority lanes: each worker shares its time between the lanes with work in proportion to
+//! their weights (start-time fair queueing over measured run time); tasks inherit their
+//! parent's lane; FIFO within a lane; unknown lanes and bad lane lists are refused; per-lane
+//! statistics add up.
+
+mod common;
+
+use common::{all_parked, spin_for, stall_all, watchdog, Gate, Live};
+use flock::{BuildError, JoinError, Pool, RejectReason, MAX_LANES};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+const LANES: &[(&str, u32)] = &[("interactive", 8), ("batch", 1)];
+const INTERACTIVE: usize = 0;
+const BATCH: usize = 1;
+
+/// The tests of this file run one at a time: those that measure shares of run time must not
+/// have the others' threads competing for the two cores, and the others are short.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A pool with the lanes interactive (weight 8) and batch (weight 1), unbounded, measuring
+/// run times (the longest one tells a test whether its tasks really cost the same).
+fn two_lane_pool(workers: usize) -> Pool {
+    Pool::builder()
+        .workers(workers)
+        .lanes(LANES)
+        .capacity(usize::MAX)
+        .track_latency(true)
+        .build()
+        .unwrap()
+}
+
+/// How the first `n` tasks to start split between the two lanes, both saturated from the
+/// start.
+struct Split {
+    /// Tasks of each lane among the first `n` to start.
+    counts: [usize; 2],
+    /// The longest run of any task, as the pool measured (and charged) it.
+    longest: Duration,
+}
+
+impl Split {
+    fn ratio(&self) -> f64 {
+        self.counts[INTERACTIVE] as f64 / self.counts[BATCH].max(1) as f64
+    }
+}
+
+/// Queues `per_lane` tasks in each lane while the pool is paused, so both lanes are saturated
+/// from the first task on, then lets them run: each of the first `n` to start costs `cost`,
+/// the rest return at once (well before either lane could run dry). Paused rather than held
+/// by a gate task: a gate task's run time is charged to its lane like any other, and the
+/// other lane would then run alone until it caught up.
+///
+/// The tasks sleep rather than spin. The pool charges lanes by wall-clock run time, and a
+/// task that spins on a loaded 2-core machine is preempted by other processes and charged for
+/// that too. Measured there, 50 µs spinning tasks ran up to 13 ms, and the first 900 of them
+/// split anywhere between 2:1 and 11:1; 0.5 ms sleeping tasks split between 7.7:1 and 8:1. A
+/// sleeping task is off the CPU, so preemption rarely stretches it.
+fn saturated_split(pool: &Pool, per_lane: usize, n: usize, cost: Duration) -> Split {
+    assert!(n < per_lane);
+    let seq = Arc::new(AtomicUsize::new(0));
+    let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    // Parked first: a worker still spinning could start a task while the pool is paused
+    // (see pause.rs, `a_spinning_worker_does_not_start_tasks_while_paused`).
+    all_parked(pool);
+    pool.pause();
+    for lane in [INTERACTIVE, BATCH] {
+        let tasks = (0..per_lane).map(|_| {
+            let (seq, counts) = (seq.clone(), counts.clone());
+            move || {
+                if seq.fetch_add(1, SeqCst) < n {
+                    std::thread::sleep(cost);
+                    counts[lane].fetch_add(1, SeqCst);
+                }
+            }
+        });
+        assert_eq!(pool.submit_batch_to(lane, tasks).unwrap(), per_lane);
+    }
+    pool.resume();
+    pool.wait().unwrap();
+    let counts = [counts[0].load(SeqCst), counts[1].load(SeqCst)];
+    assert_eq!(counts[0] + counts[1], n);
+    let longest = pool.stats().run_time.expect("track_latency is on").max;
+    Split { counts, longest }
+}
+
+/// The weighted split of the first 900 tasks, 8:1 within 10%. Counts show the share of run
+/// time only if every task cost the same: an attempt out of bounds is retried only when the
+/// pool measured a task stretched to over twice its cost (the machine, not the scheduler);
+/// one out of bounds with every task at its cost fails at once.
+fn weighted_split(workers: usize) {
+    let _serial = serial();
+    watchdog(120, "weighted split", move || {
+        let cost = Duration::from_millis(1);
+        let mut attempts = Vec::new();
+        for attempt in 1..=5 {
+            let pool = two_lane_pool(workers);
+            let split = saturated_split(&pool, 1000, 900, cost);
+            let ratio = split.ratio();
+            let busy: Vec<_> = pool.stats().lanes.iter().map(|l| l.busy).collect();
+            println!(
+                "weighted split, {workers} worker(s), attempt {attempt}: interactive {} : batch {} \
+                 = {ratio:.2} (want 8 ± 10%); longest task {:?}; charged run time {busy:?}",
+                split.counts[INTERACTIVE], split.counts[BATCH], split.longest
+            );
+            if (7.2..=8.8).contains(&ratio) {
+                return;
+            }
+            assert!(
+                split.longest > 2 * cost,
+                "interactive:batch = {:?} = {ratio:.2}, not 8:1 within 10%, although no task ran \
+                 longer than {:?} (cost {cost:?}): the split is wrong",
+                split.counts,
+                split.longest
+            );
+            attempts.push((split.counts, split.longest));
+        }
+        panic!("5 attempts out of bounds, each with a task stretched over twice its cost: {attempts:?}");
+    });
+}
+
+#[test]
+fn one_worker_splits_its_time_eight_to_one() {
+    weighted_split(1);
+}
+
+#[test]
+fn two_workers_split_their_time_eight_to_one() {
+    weighted_split(2);
+}
+
+/// One link of a chain of tasks: does its work, then submits the next link from inside the
+/// task (into the same lane, onto the worker's own deque), until `seq` reaches `STOP_AT`.
+fn chain(pool: Arc<Pool>, lane: usize, seq: Arc<AtomicUsize>, counts: Arc<[AtomicUsize; 2]>) {
+    const STOP_AT: usize = 900;
+    if seq.fetch_add(1, SeqCst) >= STOP_AT {
+        return;
+    }
+    std::thread::sleep(Duration::from_micros(500));
+    counts[lane].fetch_add(1, SeqCst);
+    let p = pool.clone();
+    pool.submit(move || chain(p, lane, seq, counts)).unwrap();
+}
+
+#[test]
+fn a_saturated_low_weight_lane_is_not_starved() {
+    let _serial = serial();
+    watchdog(120, "no starvation", || {
+        let pool = Arc::new(two_lane_pool(2));
+        let seq = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        all_parked(&pool);
+        pool.pause();
+        // 16 self-renewing chains per lane: both lanes stay saturated, on both workers' deques.
+        for lane in [INTERACTIVE, BATCH] {
+            for _ in 0..16 {
+                let (p, seq, counts) = (pool.clone(), seq.clone(), counts.clone());
+                pool.submit_to(lane, move || chain(p, lane, seq, counts))
+                    .unwrap();
+            }
+        }
+        pool.resume();
+        pool.wait().unwrap();
+        let (hi, lo) = (counts[INTERACTIVE].load(SeqCst), counts[BATCH].load(SeqCst));
+        let share = lo as f64 / (hi + lo) as f64;
+        println!(
+            "no starvation: interactive {hi} : batch {lo}, batch share {share:.3} (1/9 = 0.111)"
+        );
+        assert_eq!(hi + lo, 900);
+        assert!(lo > 0, "the weight-1 lane was starved");
+        assert!(
+            (1.0 / 18.0..=2.0 / 9.0).contains(&share),
+            "batch ran {lo} of {}: not roughly 1/9",
+            hi + lo
+        );
+    });
+}
+
+#[test]
+fn an_idle_lane_saves_no_credit() {
+    let _serial = serial();
+    watchdog(120, "idle lane credit", || {
+        let cost = Duration::from_millis(2);
+        let mut attempts = Vec::new();
+        for attempt in 1..=5 {
+            let pool = two_lane_pool(1);
+            // Only batch runs, 100 ms of it or more. Were the idle interactive lane to bank
+            // that, it would then run alone for 8 × as long: 400 of the tasks below or more.
+            // (Sleeping, as `saturated_split` explains: the longest run decides a retry.)
+            let alone = (0..2000).map(|_| || std::thread::sleep(Duration::from_micros(50)));
+            assert_eq!(pool.submit_batch_to("batch", alone).unwrap(), 2000);
+            pool.wait().unwrap();
+            let split = saturated_split(&pool, 200, 90, cost);
+            println!(
+                "idle lane, attempt {attempt}: first 90 after both lanes filled: interactive {} : batch {} \
+                 (longest task {:?})",
+                split.counts[INTERACTIVE], split.counts[BATCH], split.longest
+            );
+            if (5..=30).contains(&split.counts[BATCH]) {
+                return;
+            }
+            assert!(
+                split.longest > 2 * cost,
+                "first 90 tasks split {:?}; want about 80:10 (batch between 5 and 30) and no task \
+                 ran longer than {:?}: the lane idle before was credited (or debited) for it",
+                split.counts,
+                split.longest
+            );
+            attempts.push((split.counts, split.longest));
+        }
+        panic!("5 attempts out of bounds, each with a task stretched over twice its cost: {attempts:?}");
+    });
+}
+
+#[test]
+fn a_lane_that_gets_work_is_served_at_the_next_task_boundary() {
+    let _serial = serial();
+    watchdog(60, "next task boundary", || {
+        for (fill, arrive) in [(BATCH, INTERACTIVE), (INTERACTIVE, BATCH)] {
+            let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
+            let seq = Arc::new(AtomicUsize::new(0));
+            // The worker is held in the `fill` lane while 1000 more of its tasks queue.
+            let gate = Gate::new();
+            let (started_tx, started) = mpsc::channel();
+            let g = gate.clone();
+            pool.submit_to(fill, move || {
+                started_tx.send(()).unwrap();
+                g.wait();
+            })
+            .unwrap();
+            started.recv().unwrap();
+            let hold = Gate::new();
+            let (at_100_tx, at_100) = mpsc::channel();
+            for j in 0..1000 {
+                let (seq, hold, at_100_tx) = (seq.clone(), hold.clone(), at_100_tx.clone());
+                pool.submit_to(fill, move || {
+                    seq.fetch_add(1, SeqCst);
+                    spin_for(Duration::from_micros(20));
+                    if j == 100 {
+                        at_100_tx.send(()).unwrap();
+                        hold.wait();
+                    }
+                })
+                .unwrap();
+            }
+            gate.open();
+            // Task 100 of the fill lane is running: the moment to submit in the other lane.
+            at_100.recv().unwrap();
+            let ran_at = Arc::new(AtomicUsize::new(usize::MAX));
+            let (s, r) = (seq.clone(), ran_at.clone());
+            pool.submit_to(arrive, move || r.store(s.fetch_add(1, SeqCst), SeqCst))
+                .unwrap();
+            // Nothing else starts while task 100 holds the only worker.
+            let submitted_at = seq.load(SeqCst);
+            hold.open();
+            pool.wait().unwrap();
+            let ran_at = ran_at.load(SeqCst);
+            assert!(ran_at >= submitted_at && ran_at != usize::MAX);
+            assert_eq!(
+                ran_at - submitted_at,
+                0,
+                "lane {fill} tasks started after the lane {arrive} task was submitted and before it ran"
+            );
+        }
+    });
+}
+
+#[test]
+fn tasks_submitted_by_a_task_inherit_its_lane() {
+    let _serial = serial();
+    watchdog(60, "lane inheritance", || {
+        let pool = Arc::new(Pool::builder().workers(2).lanes(LANES).build().unwrap());
+        let on_worker = Arc::new(AtomicUsize::new(0));
+        let off_worker = Arc::new(AtomicUsize::new(0));
+        let note = {
+            let (on, off) = (on_worker.clone(), off_worker.clone());
+            move || {
+                let counter = if flock::current_worker_index().is_some() {
+                    &on
+                } else {
+                    &off
+                };
+                counter.fetch_add(1, SeqCst);
+            }
+        };
+        let p = pool.clone();
+        let (done_tx, done) = mpsc::channel();
+        pool.submit_to("batch", move || {
+            // 3 submits, 2 spawns, 4 scoped spawns, and a join whose halves submit one each:
+            // 11 tasks that inherit the batch lane, plus one sent to interactive explicitly.
+            for _ in 0..3 {
+                p.submit(note.clone()).unwrap();
+            }
+            for _ in 0..2 {
+                drop(p.spawn(note.clone()));
+            }
+            p.scope(|s| {
+                for _ in 0..4 {
+                    let note = note.clone();
+                    s.spawn(move |_| note());
+                }
+            });
+            let half = || {
+                note();
+                p.submit(note.clone()).unwrap();
+            };
+            p.join(half, half);
+            p.submit_to("interactive", note.clone()).unwrap();
+            done_tx.send(()).unwrap();
+        })
+        .unwrap();
+        done.recv().unwrap();
+        pool.wait().unwrap();
+        // 3 + 2 + 4 + 2 children, the join's 2 halves, and the explicit interactive one.
+        assert_eq!(on_worker.load(SeqCst), 14);
+        assert_eq!(off_worker.load(SeqCst), 0);
+        let s = pool.stats();
+        assert_eq!((s.submitted, s.completed), (13, 13), "{s}");
+        if cfg!(feature = "metrics") {
+            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+            assert_eq!(
+                lanes,
+                [(1, 1), (12, 12)],
+                "interactive, batch: (submitted, executed)\n{s}"
+            );
+        }
+    });
+}
+
+#[test]
+fn tasks_of_a_lane_run_in_submit_order() {
+    let _serial = serial();
+    watchdog(60, "FIFO within a lane", || {
+        let pools = [
+            Pool::builder().workers(1).lanes(LANES).build().unwrap(),
+            Pool::builder().workers(1).build().unwrap(),
+        ];
+        for pool in &pools {
+            let lanes = pool.stats().lanes.len();
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let gate = stall_all(pool);
+            for id in 0..100 {
+                for lane in 0..lanes {
+                    let order = order.clone();
+                    pool.submit_to(lane, move || order.lock().unwrap().push((lane, id)))
+                        .unwrap();
+                }
+            }
+            gate.open();
+            pool.wait().unwrap();
+            let order = order.lock().unwrap();
+            assert_eq!(order.len(), 100 * lanes);
+            for lane in 0..lanes {
+                let ids: Vec<usize> = order
+                    .iter()
+                    .filter(|(l, _)| *l == lane)
+                    .map(|&(_, id)| id)
+                    .collect();
+                assert_eq!(ids, (0..100).collect::<Vec<_>>(), "lane {lane} of {lanes}");
+            }
+        }
+    });
+}
+
+#[test]
+fn an_unknown_lane_is_refused_with_the_task_handed_back() {
+    let _serial = serial();
+    watchdog(60, "unknown lane", || {
+        let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let live = Arc::new(AtomicUsize::new(0));
+        let before = pool.stats();
+        let task = |ran: &Arc<AtomicUsize>| {
+            let ran = ran.clone();
+            move || {
+                ran.fetch_add(1, SeqCst);
+            }
+        };
+        let by_name = pool.submit_to("nope", task(&ran)).unwrap_err();
+        let by_index = pool.submit_to(99usize, task(&ran)).unwrap_err();
+        let one_past = pool.submit_to(LANES.len(), task(&ran)).unwrap_err();
+        for err in [by_name, by_index, one_past] {
+            assert_eq!(err.reason(), RejectReason::UnknownLane);
+            err.into_inner()(); // handed back intact: runs here
+        }
+        assert_eq!(ran.load(SeqCst), 3);
+        let guard = Live::new(&live);
+        let r = ran.clone();
+        let handle = pool.spawn_to("nope", move || {
+            drop(guard);
+            r.fetch_add(100, SeqCst);
+            7
+        });
+        assert!(matches!(
+            handle.join(),
+            Err(JoinError::Refused(RejectReason::UnknownLane))
+        ));
+        assert_eq!(
+            live.load(SeqCst),
+            0,
+            "the refused spawn's closure is dropped"
+        );
+        assert!(pool.lane("nope").is_none());
+        pool.wait().unwrap();
+        assert_eq!(ran.load(SeqCst), 3, "nothing ran in the pool");
+        let after = pool.stats();
+        assert_eq!(
+            (
+                after.submitted,
+                after.completed,
+                after.rejected,
+                after.rejected_full,
+                after.rejected_timeout,
+                after.rejected_shutdown
+            ),
+            (
+                before.submitted,
+                before.completed,
+                before.rejected,
+                before.rejected_full,
+                before.rejected_timeout,
+                before.rejected_shutdown
+            ),
+            "{after}"
+        );
+        let lanes = |s: &flock::Stats| -> Vec<(u64, u64)> {
+            s.lanes.iter().map(|l| (l.submitted, l.executed)).collect()
+        };
+        assert_eq!(lanes(&after), lanes(&before));
+    });
+}
+
+#[test]
+fn bad_lane_lists_are_build_errors() {
+    let _serial = serial();
+    let build = |lanes: &[(&str, u32)]| Pool::builder().workers(1).lanes(lanes).build();
+    assert!(matches!(build(&[]), Err(BuildError::NoLanes)));
+    match build(&[("a", 1), ("b", 0)]) {
+        Err(BuildError::ZeroLaneWeight { lane }) => assert_eq!(lane, "b"),
+        other => panic!("{other:?}"),
+    }
+    match build(&[("a", 1), ("b", 2), ("a", 3)]) {
+        Err(BuildError::DuplicateLane { lane }) => assert_eq!(lane, "a"),
+        other => panic!("{other:?}"),
+    }
+    let names: Vec<String> = (0..=MAX_LANES).map(|i| format!("l{i}")).collect();
+    let lanes: Vec<(&str, u32)> = names.iter().map(|n| (n.as_str(), 1)).collect();
+    assert_eq!(lanes.len(), 17);
+    match build(&lanes) {
+        Err(BuildError::TooManyLanes { requested, max }) => {
+            assert_eq!((requested, max), (17, MAX_LANES))
+        }
+        other => panic!("{other:?}"),
+    }
+    // The largest list is accepted, and its last lane runs tasks.
+    let pool = build(&lanes[..MAX_LANES]).unwrap();
+    let last = pool.lane("l15").unwrap();
+    assert_eq!(last.index(), 15);
+    assert_eq!(pool.spawn_to(last, || 15).join().unwrap(), 15);
+}
+
+#[test]
+fn per_lane_stats_add_up() {
+    let _serial = serial();
+    watchdog(60, "per-lane stats", || {
+        let pool = Pool::builder()
+            .workers(2)
+            .lanes(&[("interactive", 4), ("batch", 1), ("idle", 2)])
+            .panic_handler(|_| ())
+            .build()
+            .unwrap();
+        let work = || spin_for(Duration::from_micros(20));
+        for i in 0..30 {
+            if i == 7 {
+                pool.submit_to("interactive", || panic!("one interactive task panics"))
+                    .unwrap();
+            } else {
+                pool.submit_to("interactive", work).unwrap();
+            }
+        }
+        for _ in 0..5 {
+            pool.submit(work).unwrap(); // the first lane
+        }
+        let batch = pool.lane("batch").unwrap();
+        for _ in 0..20 {
+            pool.submit_to(batch, work).unwrap();
+        }
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.submitted, s.completed, s.panicked), (55, 54, 1), "{s}");
+        let names: Vec<_> = s
+            .lanes
+            .iter()
+            .map(|l| (l.name.as_str(), l.weight))
+            .collect();
+        assert_eq!(names, [("interactive", 4), ("batch", 1), ("idle", 2)]);
+        assert!(s.lanes.iter().all(|l| l.queued == 0));
+        let text = s.to_string();
+        for name in ["interactive", "batch", "idle"] {
+            assert!(text.contains(name), "Display lacks lane {name}:\n{text}");
+        }
+        if cfg!(feature = "metrics") {
+            let counts: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+            assert_eq!(counts, [(35, 35), (20, 20), (0, 0)], "{s}");
+            let executed: u64 = s.lanes.iter().map(|l| l.executed).sum();
+            assert_eq!(executed, s.completed + s.panicked);
+            assert!(s.lanes[0].busy.unwrap() > Duration::ZERO, "{s}");
+            assert!(s.lanes[1].busy.unwrap() > Duration::ZERO, "{s}");
+            assert_eq!(s.lanes[2].busy, Some(Duration::ZERO), "{s}");
+            let prom = s.to_prometheus("flock");
+            for (lane, n) in [("interactive", 35), ("batch", 20), ("idle", 0)] {
+                let line = format!("flock_lane_executed_total{{lane=\"{lane}\"}} {n}");
+                assert!(prom.lines().any(|l| l == line), "no `{line}` in\n{prom}");
+            }
+        }
+        // With one lane there is nothing to share: no run time is measured for it.
+        let single = Pool::builder().workers(1).build().unwrap();
+        for _ in 0..3 {
+            single.submit(work).unwrap();
+        }
+        single.wait().unwrap();
+        let s = single.stats();
+        assert_eq!(s.lanes.len(), 1);
+        let l = &s.lanes[0];
+        assert_eq!(
+            (l.name.as_str(), l.weight, l.submitted, l.executed, l.busy),
+            ("default", 1, 3, 3, None)
+        );
+    });
+}
