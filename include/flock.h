@@ -29,6 +29,14 @@
 #define FLOCK_VERSION "0.1.0"
 
 
+// The most lanes a pool may have (flock_config_t.lane_count above it is
+// FLOCK_ERR_INVALID_CONFIG).
+#define FLOCK_MAX_LANES 16
+
+// The size of flock_lane_stats_t.name, NUL included: a lane's name is at most
+// FLOCK_LANE_NAME_MAX - 1 (63) bytes long.
+#define FLOCK_LANE_NAME_MAX 64
+
 // What a submit from outside the pool does when the queue holds `capacity` tasks. (Tasks
 // submitted by the pool's own tasks are never refused and never block.)
 enum flock_when_full {
@@ -68,20 +76,27 @@ enum flock_status {
     // Waiting (flock_wait, flock_wait_timeout, flock_shutdown) was asked for from inside one
     // of the pool's own tasks, where it would wait for itself. Nothing was changed.
     FLOCK_ERR_WOULD_DEADLOCK = 6,
-    // flock_pool_new: the operating system refused to start a worker thread.
+    // flock_pool_new, flock_resize: the operating system refused to start a worker thread.
+    // (flock_resize keeps the workers it started before the refusal.)
     FLOCK_ERR_THREAD_SPAWN = 7,
     // A panic (a bug) inside the library was caught at the call's boundary. The process is
     // fine; the call did not complete and wrote no out-parameter.
     FLOCK_ERR_PANIC = 8,
-    // An argument is out of its range: a worker index not below the pool's worker count, or
-    // a value that is not one of its enumeration's constants.
+    // An argument is out of its range: a worker index not below the pool's worker count, a
+    // worker count flock_resize cannot take (0, or above the pool's max_workers), or a value
+    // that is not one of its enumeration's constants.
     FLOCK_ERR_INVALID_ARGUMENT = 9,
-    // The lane named (by index or name) does not exist in this pool: the task was not
-    // accepted.
+    // The lane named (by index or name) does not exist in this pool: a submit's task was not
+    // accepted (the caller still owns its argument); flock_lane_index and flock_lane_stats
+    // wrote nothing.
     FLOCK_ERR_UNKNOWN_LANE = 10,
-    // flock_wait: the pool is paused with tasks outstanding, which would not start before
+    // flock_wait: the pool is paused while tasks wait in a queue; they would not start before
     // flock_resume; waiting could last forever.
     FLOCK_ERR_PAUSED = 11,
+    // flock_resize: the operating system refused to pin a new worker to its core (the pool
+    // was built with pin_workers). That worker was not added; the ones started before it
+    // keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
+    FLOCK_ERR_PIN_FAILED = 12,
 };
 
 // What a worker is doing.
@@ -112,10 +127,24 @@ struct flock_pool;
 // See `enum flock_when_full`.
 typedef enum flock_when_full flock_when_full_t;
 
+// One lane of a pool, as flock_config_t.lanes lists it. The lane's index is its position in
+// that array, from 0; flock_submit (from outside the pool) uses lane 0.
+struct flock_lane {
+    // The lane's name: a NUL-terminated UTF-8 string of at most FLOCK_LANE_NAME_MAX - 1 bytes,
+    // different from every other lane's. Not NULL. flock_pool_new copies it.
+    const char *name;
+    // Its share of the workers' time when several lanes have queued tasks, relative to the
+    // other lanes' weights: 1 or more.
+    uint32_t weight;
+};
+
+// See `struct flock_lane`.
+typedef struct flock_lane flock_lane_t;
+
 // A pool's configuration. Always start from flock_config_init, then change the fields you
 // care about: later versions may add fields at the end, which flock_config_init fills in.
-// The pool copies what it needs; the struct may be freed or reused as soon as
-// flock_pool_new returns.
+// The pool copies what it needs (lane names included); the struct, and the lanes array it
+// points to, may be freed or reused as soon as flock_pool_new returns.
 struct flock_config {
     // Worker threads, 1 to 65,536 (0 is FLOCK_ERR_INVALID_CONFIG). Default: the number of
     // CPUs this process may run on.
@@ -144,6 +173,20 @@ struct flock_config {
     uint32_t max_spawned_threads;
     // Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
     uint64_t stack_size;
+    // The most workers flock_resize may grow the pool to, at least workers and at most
+    // 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
+    // the number of CPUs this process may run on.
+    uint32_t max_workers;
+    // The pool's lanes, lane_count of them (at most FLOCK_MAX_LANES), in index order: each
+    // with a name (not NULL, UTF-8, at most FLOCK_LANE_NAME_MAX - 1 bytes, no two alike) and a
+    // weight of 1 or more; anything else is FLOCK_ERR_INVALID_CONFIG. When several lanes have
+    // queued tasks, each worker shares its time between them in proportion to their weights,
+    // first in first out within a lane. NULL with lane_count 0 (the default): one lane,
+    // "default", weight 1. Only read during flock_pool_new.
+    const flock_lane_t *lanes;
+    // The number of entries in lanes. 0 (the default): one lane, "default" (lanes is then
+    // not read).
+    uint32_t lane_count;
 };
 
 // See `struct flock_config`.
@@ -189,7 +232,8 @@ struct flock_stats {
     uint64_t completed;
     // Tasks that failed (flock_task_fail, a thrown C++ exception in flock.hpp).
     uint64_t panicked;
-    // Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown).
+    // Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown). A
+    // submit to a lane the pool lacks (FLOCK_ERR_UNKNOWN_LANE) is not counted.
     uint64_t rejected;
     // Tasks discarded unrun by FLOCK_SHUTDOWN_NOW.
     uint64_t dropped;
@@ -219,7 +263,8 @@ struct flock_stats {
     uint64_t wakeups;
     // The bound on queued tasks (UINT64_MAX: none).
     uint64_t capacity;
-    // The number of workers.
+    // The number of workers wanted: as built, or as last set by flock_resize (workers
+    // beyond it may still be finishing their task before they retire).
     uint32_t workers;
     // Whether queue_wait and run_time hold figures (the pool was built with track_latency).
     bool track_latency;
@@ -229,6 +274,12 @@ struct flock_stats {
     flock_latency_stats_t queue_wait;
     // Start to end of each task (with track_latency; zeros otherwise).
     flock_latency_stats_t run_time;
+    // Whether the pool is paused (flock_pause).
+    bool paused;
+    // The most workers flock_resize may ask for (flock_config_t.max_workers, or its default).
+    uint32_t max_workers;
+    // The number of lanes, at least 1; flock_lane_stats takes 0 to lane_count - 1.
+    uint32_t lane_count;
 };
 
 // See `struct flock_stats`.
@@ -258,6 +309,31 @@ struct flock_worker_stats {
 // See `struct flock_worker_stats`.
 typedef struct flock_worker_stats flock_worker_stats_t;
 
+// One lane's counters, taken by flock_lane_stats. Once the pool is quiet (after flock_wait),
+// submitted == executed for every lane but tasks discarded by FLOCK_SHUTDOWN_NOW.
+struct flock_lane_stats {
+    // The lane's name, NUL-terminated: a copy, which stays valid after the pool is freed.
+    char name[FLOCK_LANE_NAME_MAX];
+    // Its weight (flock_lane_t.weight; 1 for the default lane).
+    uint32_t weight;
+    // Tasks accepted into it (from outside the pool and from tasks).
+    uint64_t submitted;
+    // Its tasks that ran (completed or failed).
+    uint64_t executed;
+    // Its tasks waiting in its shared queue. Tasks queued in workers' own queues (submitted
+    // by tasks) are counted in flock_stats_t.queued only.
+    uint64_t queued;
+    // Whether busy_ns holds a figure: true when the pool has more than one lane (run time is
+    // measured to share the workers between lanes, and only then).
+    bool has_busy;
+    // Run time its tasks took, in nanoseconds, as charged for fair sharing; 0 when has_busy
+    // is false.
+    uint64_t busy_ns;
+};
+
+// See `struct flock_lane_stats`.
+typedef struct flock_lane_stats flock_lane_stats_t;
+
 // See `enum flock_shutdown_mode`.
 typedef enum flock_shutdown_mode flock_shutdown_mode_t;
 
@@ -281,12 +357,92 @@ const char *flock_version(void);
 // `cfg` is NULL or points to writable memory for a flock_config_t.
 void flock_config_init(flock_config_t *cfg);
 
+// Sets the pool's number of workers to `workers` while tasks run. Growing starts the new
+// workers (pinned to their cores when the pool pins) and returns once they run. Shrinking
+// returns at once: each worker beyond `workers` retires at its next task boundary, never
+// inside a task, handing the tasks in its own queue to the others, so no accepted task is
+// lost or run twice. flock_stats_t.workers says the number wanted from then on;
+// flock_worker_stats still answers for a retiring worker until it has gone.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_INVALID_ARGUMENT when workers
+// is 0 (use flock_pause to stop starting tasks) or above the pool's max_workers (see
+// flock_config_t.max_workers; flock_stats_t.max_workers tells it); FLOCK_ERR_SHUTDOWN once a
+// shutdown has begun. On these nothing changed. When growing fails part way, the workers
+// started before the failure keep running and the pool settles on that many (read
+// flock_stats_t.workers): FLOCK_ERR_THREAD_SPAWN when the OS refused a thread,
+// FLOCK_ERR_PIN_FAILED when it refused to pin one to its core.
+//
+// Thread-safety: any thread, including the pool's own tasks, concurrently with every other
+// call on the pool except flock_pool_free; concurrent resizes apply one after the other.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new.
+flock_status_t flock_resize(flock_pool_t *pool, uint32_t workers);
+
+// Pauses the pool: workers start no task until flock_resume. Running tasks finish; queued
+// tasks wait; submits still queue, within the pool's capacity and when_full policy. Idle
+// workers sleep. While paused, flock_wait returns FLOCK_ERR_PAUSED instead of waiting for a
+// queue that will not move. Pausing a paused pool changes nothing.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_SHUTDOWN once flock_shutdown
+// has been called (a shutdown drains the pool, and a pause would hold it).
+//
+// Thread-safety: any thread, including the pool's own tasks, concurrently with every other
+// call on the pool except flock_pool_free. A pause racing flock_shutdown either comes first,
+// and the shutdown resumes the pool to drain it, or returns FLOCK_ERR_SHUTDOWN.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new.
+flock_status_t flock_pause(flock_pool_t *pool);
+
+// Ends a pause: workers start queued tasks again (every sleeping worker is woken). Resuming a
+// pool that is not paused, or is shut down, changes nothing.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL.
+//
+// Thread-safety: any thread, including the pool's own tasks, concurrently with every other
+// call on the pool except flock_pool_free.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new.
+flock_status_t flock_resume(flock_pool_t *pool);
+
+// Stores in *out whether the pool is paused (flock_pause without a flock_resume since; a
+// shutdown ends a pause too).
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
+// FLOCK_OK).
+//
+// Ownership: the caller owns *out. Thread-safety: any thread, concurrently with every other
+// call on the pool except flock_pool_free; the answer may be stale by the time it is read.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+flock_status_t flock_is_paused(const flock_pool_t *pool, bool *out);
+
 // A short English description of a status: a static NUL-terminated string, never NULL, that
 // the caller must not free or modify. A value that is not a flock_status_t constant gives
 // "unknown flock status".
 //
 // Thread-safety: may be called from any thread at any time, with or without a pool.
 const char *flock_status_str(flock_status_t status);
+
+// Finds the lane called `name` and stores its index (its position in flock_config_t.lanes,
+// from 0) in *out, for flock_submit_lane, flock_submit_batch and flock_lane_stats. A pool
+// built without lanes has one, "default", at index 0.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool, name or out is NULL; FLOCK_ERR_UNKNOWN_LANE
+// when the pool has no lane of that name (a string that is not UTF-8 names none). *out is
+// written only on FLOCK_OK.
+//
+// Ownership: name is only read during the call; the caller owns *out. Thread-safety: any
+// thread, concurrently with every other call on the pool except flock_pool_free; a pool's
+// lanes never change, so the index stays valid as long as the pool.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `name` is NULL or a readable
+// NUL-terminated string; `out` is NULL or writable.
+flock_status_t flock_lane_index(const flock_pool_t *pool, const char *name, uint32_t *out);
 
 #if defined(FLOCK_TEST_HOOKS)
 // Makes the next exported flock call on the calling thread panic inside the library, right
@@ -306,15 +462,19 @@ void flock_test_panic_next_call(void);
 // it in *out. Returns once every worker is running.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when out is NULL; FLOCK_ERR_INVALID_CONFIG when a field
-// is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant...) or a
+// is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant,
+// max_workers below workers, lanes that break a rule of flock_config_t.lanes...) or a
 // worker could not be pinned; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is
 // written only on FLOCK_OK.
 //
-// Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg is only
-// read during the call. Thread-safety: any thread; pools are independent of each other.
+// Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg, its
+// lanes array and the lanes' names are only read during the call (the pool keeps copies).
+// Thread-safety: any thread; pools are independent of each other.
 //
 // # Safety
-// `cfg` is NULL or points to a readable flock_config_t; `out` is NULL or writable.
+// `cfg` is NULL or points to a readable flock_config_t whose `lanes`, when `lane_count` is 1
+// to FLOCK_MAX_LANES, is NULL or points to `lane_count` readable flock_lane_t with NULL or
+// readable NUL-terminated names; `out` is NULL or writable.
 flock_status_t flock_pool_new(const flock_config_t *cfg, flock_pool_t **out);
 
 // Shuts the pool down gracefully (as flock_shutdown with FLOCK_SHUTDOWN_GRACEFUL: every
@@ -338,10 +498,12 @@ void flock_pool_free(flock_pool_t *pool);
 // open. Tasks submitted while it waits may or may not be waited for.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL; FLOCK_ERR_WOULD_DEADLOCK, at once, when called from
-// inside one of this pool's own tasks. After shutdown: FLOCK_OK at once.
+// inside one of this pool's own tasks; FLOCK_ERR_PAUSED when the pool is paused (see
+// flock_pause) with tasks outstanding, at once or as soon as a pause happens while it waits:
+// queued tasks would not start before flock_resume. After shutdown: FLOCK_OK at once.
 //
-// Thread-safety: any number of threads may wait at once, concurrently with submits, stats
-// and shutdown, but not with flock_pool_free of the pool.
+// Thread-safety: any number of threads may wait at once, concurrently with submits, stats,
+// pause, resume, resize and shutdown, but not with flock_pool_free of the pool.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new.
@@ -349,18 +511,20 @@ flock_status_t flock_wait(flock_pool_t *pool);
 
 // Like flock_wait, waiting at most timeout_ns nanoseconds: FLOCK_OK when everything finished
 // in time, FLOCK_ERR_TIMEOUT otherwise (the tasks go on running). Same errors, ownership and
-// thread-safety as flock_wait.
+// thread-safety as flock_wait, except that a paused pool is waited for like any other: it
+// gives FLOCK_ERR_TIMEOUT unless someone calls flock_resume in time.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new.
 flock_status_t flock_wait_timeout(flock_pool_t *pool, uint64_t timeout_ns);
 
-// Stops the pool: from now on every submit returns FLOCK_ERR_SHUTDOWN. With
-// FLOCK_SHUTDOWN_GRACEFUL every task already accepted runs (and those they submit); with
-// FLOCK_SHUTDOWN_NOW tasks that have not started are discarded, each one's drop callback
-// called exactly once (on this thread or a worker), and running tasks finish. Either way the
-// call returns once every worker thread has exited and been joined. The handle stays valid:
-// flock_stats still works, and flock_pool_free must still be called.
+// Stops the pool: from now on every submit returns FLOCK_ERR_SHUTDOWN (and flock_pause and
+// flock_resize too). With FLOCK_SHUTDOWN_GRACEFUL every task already accepted runs (and
+// those they submit), a paused pool is resumed for that; with FLOCK_SHUTDOWN_NOW tasks that
+// have not started are discarded, each one's drop callback called exactly once (on this
+// thread or a worker), and running tasks finish. Either way the call returns once every
+// worker thread has exited and been joined. The handle stays valid: flock_stats still
+// works, and flock_pool_free must still be called.
 //
 // When dropped_out is not NULL, it receives, on FLOCK_OK, the number of tasks shutdowns of
 // this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used).
@@ -372,8 +536,9 @@ flock_status_t flock_wait_timeout(flock_pool_t *pool, uint64_t timeout_ns);
 // from outside).
 //
 // Thread-safety: may run concurrently with submits (each either gets its task in, and it is
-// run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats and other shutdowns,
-// but not with flock_pool_free.
+// run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats, pauses (each either
+// comes first and is undone by the shutdown, or gets FLOCK_ERR_SHUTDOWN), resumes, resizes
+// and other shutdowns, but not with flock_pool_free.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new; `dropped_out` is NULL or writable.
@@ -402,12 +567,24 @@ flock_status_t flock_stats(const flock_pool_t *pool, flock_stats_t *out);
 // Copies a snapshot of worker number `worker` (0 to workers - 1) into *out.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_INVALID_ARGUMENT when
-// worker is not below the pool's worker count. *out is written only on FLOCK_OK. Ownership,
-// thread-safety and behaviour after shutdown as for flock_stats.
+// worker is not below the pool's worker count (after flock_resize made it smaller, a worker
+// above it still answers until it has retired). *out is written only on FLOCK_OK.
+// Ownership, thread-safety and behaviour after shutdown as for flock_stats.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
 flock_status_t flock_worker_stats(const flock_pool_t *pool, uint32_t worker, flock_worker_stats_t *out);
+
+// Copies a snapshot of lane number `lane` (0 to flock_stats_t.lane_count - 1; see
+// flock_lane_index) into *out.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_UNKNOWN_LANE when the
+// pool has no lane number `lane`. *out is written only on FLOCK_OK. Ownership, thread-safety
+// and behaviour after shutdown as for flock_stats.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+flock_status_t flock_lane_stats(const flock_pool_t *pool, uint32_t lane, flock_lane_stats_t *out);
 
 // Runs task(arg) on the pool, fire and forget. Same as flock_submit_ex with a NULL drop: see
 // there for ownership, thread-safety and what happens after shutdown. Allocates nothing.
@@ -418,10 +595,12 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 
 // Runs task(arg) on the pool, fire and forget; allocates nothing.
 //
-// From outside the pool the task joins the shared queue, subject to the pool's capacity and
-// when_full policy: under FLOCK_WHEN_FULL_BLOCK this call may block; under
+// From outside the pool the task joins the shared queue of lane 0 (the first of
+// flock_config_t.lanes; flock_submit_lane_ex picks another), subject to the pool's capacity
+// and when_full policy: under FLOCK_WHEN_FULL_BLOCK this call may block; under
 // FLOCK_WHEN_FULL_CALLER_RUNS it may run task(arg) itself before returning. From inside one
-// of the pool's tasks the task goes to that worker's own queue: never refused, never blocking.
+// of the pool's tasks the task goes to that worker's own queue, in the running task's lane:
+// never refused, never blocking.
 //
 // Returns FLOCK_OK when the task was accepted: it will run exactly once, or, if
 // flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
@@ -444,6 +623,61 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions
 // that may be called with `arg` as described above.
 flock_status_t flock_submit_ex(flock_pool_t *pool, void (*task)(void *arg), void *arg, void (*drop)(void *arg));
+
+// Runs task(arg) on the pool in lane number `lane` (see flock_config_t.lanes and
+// flock_lane_index), fire and forget. Same as flock_submit_lane_ex with a NULL drop.
+// Allocates nothing.
+//
+// # Safety
+// As for flock_submit_ex.
+flock_status_t flock_submit_lane(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *arg);
+
+// Runs task(arg) on the pool in lane number `lane` (its index in flock_config_t.lanes; see
+// flock_lane_index), fire and forget; allocates nothing. Everything flock_submit_ex says
+// holds, except that the task goes to `lane` rather than to the default one (lane 0 from
+// outside the pool, the running task's lane from inside). The tasks it submits with
+// flock_submit or flock_submit_ex go to `lane` too.
+//
+// Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
+// FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
+// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused: neither task nor drop
+// is called, and the caller still owns arg (a refusal for an unknown lane is not counted in
+// flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is NULL.
+//
+// Thread-safety: as flock_submit_ex.
+//
+// # Safety
+// As for flock_submit_ex.
+flock_status_t flock_submit_lane_ex(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *arg, void (*drop)(void *arg));
+
+// Runs task(args[i]) on the pool for every i from 0 to n - 1, in lane number `lane`, as one
+// batch: from outside the pool the tasks are admitted in groups of a few hundred, each with
+// one capacity reservation, one count and one wake-up call, instead of one per task. The
+// pool's capacity and when_full policy apply to each task that does not fit (under
+// FLOCK_WHEN_FULL_BLOCK the call may block, under FLOCK_WHEN_FULL_CALLER_RUNS it may run
+// some tasks itself). From inside one of the pool's tasks every task goes to that worker's
+// own queue and none is refused. args is only read during the call; each args[i] is passed
+// through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
+// discards is simply not run, as with flock_submit.
+//
+// Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
+// refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
+// FLOCK_ERR_SHUTDOWN), it stores in *accepted how many tasks from the start of args were
+// accepted before it (0 for FLOCK_ERR_UNKNOWN_LANE): those run as flock_submit's do, and
+// that one and every later one were not accepted and will not run (the caller still owns
+// their arguments; each is counted in flock_stats_t.rejected, except for an unknown lane).
+// Unlike other calls, these errors write *accepted. FLOCK_ERR_NULL when pool, task or
+// accepted is NULL, or args is NULL while n is not 0 (*accepted untouched, no task
+// accepted). n 0 is FLOCK_OK with *accepted 0.
+//
+// Thread-safety: as flock_submit_ex; the batch is not atomic: other submits may interleave
+// with it, and its tasks may start before the call returns.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `task` is NULL or a function that may
+// be called with each args[i] from any thread; `args` is NULL or points to n readable
+// pointers; `accepted` is NULL or writable.
+flock_status_t flock_submit_batch(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *const *args, size_t n, size_t *accepted);
 
 // Marks the flock task running on the calling thread as failed. When its function returns,
 // the pool counts it in flock_stats_t.panicked (and its worker's panicked) instead of

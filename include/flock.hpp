@@ -21,13 +21,21 @@
 // no allocation. Any other callable is moved to the heap and deleted after it runs, or by the
 // drop callback when FLOCK_SHUTDOWN_NOW discards it, or by submit itself when it is refused.
 //
+// Lanes: flock::config().lanes({{"interactive", 8}, {"batch", 1}}) builds a pool with two
+// lanes; pool.submit_to(pool.lane("batch"), f) puts a task in one (pool.lane looks the index
+// up once; keep it). submit() uses lane 0 from outside the pool and the running task's lane
+// from inside one.
+//
 // Thread-safety: as flock.h; every member may be called from any thread concurrently, except
-// that destruction and move-assignment must be the last use of a pool.
+// that destruction and move-assignment must be the last use of a pool. A flock::config is a
+// value: copy it freely (copies share its lane list, which never changes), but do not change
+// one object while another thread uses it.
 #ifndef FLOCK_HPP
 #define FLOCK_HPP
 
 #include "flock.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +45,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace flock {
 
@@ -92,6 +101,13 @@ void drop_heap(void* arg) noexcept {
 /// flock_config_t with its defaults filled in (flock_config_init) and chainable setters.
 struct config : flock_config_t {
     config() noexcept : flock_config_t() { flock_config_init(this); }
+    // Copies share the lane list set by lanes(), which never changes once built, so
+    // flock_config_t::lanes stays valid in every copy. Declaring the copies suppresses the
+    // moves: a moved-from config keeps its lanes too.
+    config(const config&) = default;
+    config& operator=(const config&) = default;
+    ~config() = default;
+
     config& workers(uint32_t n) noexcept { flock_config_t::workers = n; return *this; }
     config& capacity(uint64_t n) noexcept { flock_config_t::capacity = n; return *this; }
     config& when_full(flock_when_full_t p) noexcept { flock_config_t::when_full = p; return *this; }
@@ -103,6 +119,38 @@ struct config : flock_config_t {
     config& spin_limit(uint32_t rounds) noexcept { flock_config_t::spin_limit = rounds; return *this; }
     config& pin_workers(bool on = true) noexcept { flock_config_t::pin_workers = on; return *this; }
     config& track_latency(bool on = true) noexcept { flock_config_t::track_latency = on; return *this; }
+    /// The most workers pool::resize may ask for (0: the default, see flock_config_t).
+    config& max_workers(uint32_t n) noexcept { flock_config_t::max_workers = n; return *this; }
+    /// The pool's lanes, as (name, weight) pairs in index order: lanes({{"ui", 8}, {"batch",
+    /// 1}}). The config keeps a copy. An empty list restores the one default lane. Names are C
+    /// strings (one holding a NUL ends there). The pool's constructor checks them
+    /// (FLOCK_ERR_INVALID_CONFIG: see flock_config_t::lanes). May throw std::bad_alloc.
+    config& lanes(std::vector<std::pair<std::string, uint32_t>> list) {
+        if (list.empty()) {
+            lanes_.reset();
+            flock_config_t::lanes = nullptr;
+            flock_config_t::lane_count = 0;
+            return *this;
+        }
+        auto owned = std::make_shared<const lane_list>(std::move(list));
+        flock_config_t::lanes = owned->views.data();
+        // More than FLOCK_MAX_LANES is refused by the pool, whatever the count says.
+        flock_config_t::lane_count = static_cast<uint32_t>(std::min<size_t>(owned->views.size(), UINT32_MAX));
+        lanes_ = std::move(owned);
+        return *this;
+    }
+
+private:
+    // The names and the flock_lane_t array pointing into them; built once, never changed.
+    struct lane_list {
+        explicit lane_list(std::vector<std::pair<std::string, uint32_t>> list) : specs(std::move(list)) {
+            views.reserve(specs.size());
+            for (const auto& spec : specs) views.push_back(flock_lane_t{spec.first.c_str(), spec.second});
+        }
+        std::vector<std::pair<std::string, uint32_t>> specs;
+        std::vector<flock_lane_t> views;
+    };
+    std::shared_ptr<const lane_list> lanes_;
 };
 
 /// The index of the flock worker calling, or -1 outside any pool.
@@ -132,19 +180,7 @@ public:
     /// std::bad_alloc (only for callables that do not fit in the argument word).
     template <class F>
     flock_status_t try_submit(F&& f) {
-        using Fn = std::decay_t<F>;
-        static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit takes a callable with no arguments");
-        if constexpr (detail::fits_in_arg<Fn>) {
-            Fn copy(std::forward<F>(f));
-            void* arg = nullptr;
-            std::memcpy(&arg, &copy, sizeof(Fn));
-            return flock_submit(p_, &detail::run_inline<Fn>, arg);
-        } else {
-            auto owned = std::make_unique<Fn>(std::forward<F>(f));
-            flock_status_t st = flock_submit_ex(p_, &detail::run_heap<Fn>, owned.get(), &detail::drop_heap<Fn>);
-            if (st == FLOCK_OK) owned.release();  // the pool owns it now
-            return st;
-        }
+        return submit_in(nullptr, std::forward<F>(f));
     }
 
     /// Runs f() on the pool; throws flock::error when the pool refuses it (f is destroyed).
@@ -153,8 +189,29 @@ public:
         detail::check(try_submit(std::forward<F>(f)));
     }
 
+    /// Like try_submit, into lane number `lane` (see lane()): also FLOCK_ERR_UNKNOWN_LANE.
+    template <class F>
+    flock_status_t try_submit_to(uint32_t lane, F&& f) {
+        return submit_in(&lane, std::forward<F>(f));
+    }
+
+    /// Runs f() on the pool in lane number `lane` (see lane()); throws flock::error when the
+    /// pool refuses it (FLOCK_ERR_UNKNOWN_LANE, ...; f is destroyed).
+    template <class F>
+    void submit_to(uint32_t lane, F&& f) {
+        detail::check(try_submit_to(lane, std::forward<F>(f)));
+    }
+
+    /// The index of the lane called `name`; throws flock::error(FLOCK_ERR_UNKNOWN_LANE).
+    uint32_t lane(const std::string& name) const {
+        uint32_t index = 0;
+        detail::check(flock_lane_index(p_, name.c_str(), &index));
+        return index;
+    }
+
     /// Blocks until every task accepted so far has finished. Throws flock::error
-    /// (FLOCK_ERR_WOULD_DEADLOCK from inside one of this pool's tasks).
+    /// (FLOCK_ERR_WOULD_DEADLOCK from inside one of this pool's tasks, FLOCK_ERR_PAUSED while
+    /// the pool is paused with tasks queued).
     void wait() { detail::check(flock_wait(p_)); }
 
     /// Like wait() with a time limit: false when it ran out first.
@@ -189,13 +246,60 @@ public:
         return w;
     }
 
-    /// The number of workers.
+    /// A snapshot of one lane's counters (FLOCK_ERR_UNKNOWN_LANE past the last).
+    flock_lane_stats_t lane_stats(uint32_t lane) const {
+        flock_lane_stats_t l;
+        detail::check(flock_lane_stats(p_, lane, &l));
+        return l;
+    }
+
+    /// The number of workers wanted (as built or last resized).
     uint32_t workers() const { return stats().workers; }
+
+    /// Sets the number of workers (see flock_resize); throws flock::error
+    /// (FLOCK_ERR_INVALID_ARGUMENT for 0 or past max_workers, FLOCK_ERR_SHUTDOWN, ...).
+    void resize(uint32_t workers) { detail::check(flock_resize(p_, workers)); }
+
+    /// Stops starting tasks until resume() (see flock_pause); wait() then throws
+    /// flock::error(FLOCK_ERR_PAUSED) while tasks are queued. Throws FLOCK_ERR_SHUTDOWN after
+    /// shutdown().
+    void pause() { detail::check(flock_pause(p_)); }
+
+    /// Starts tasks again after pause().
+    void resume() { detail::check(flock_resume(p_)); }
+
+    /// Whether the pool is paused.
+    bool is_paused() const {
+        bool paused = false;
+        detail::check(flock_is_paused(p_, &paused));
+        return paused;
+    }
 
     /// The C handle, still owned by this object (for calls the wrapper lacks).
     flock_pool_t* native_handle() const noexcept { return p_; }
 
 private:
+    // Submits f to `lane`, or to the default lane when it is null (flock_submit_ex's choice).
+    template <class F>
+    flock_status_t submit_in(const uint32_t* lane, F&& f) {
+        using Fn = std::decay_t<F>;
+        static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit takes a callable with no arguments");
+        auto send = [this, lane](void (*run)(void*), void* arg, void (*drop)(void*)) {
+            return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
+        };
+        if constexpr (detail::fits_in_arg<Fn>) {
+            Fn copy(std::forward<F>(f));
+            void* arg = nullptr;
+            std::memcpy(&arg, &copy, sizeof(Fn));
+            return send(&detail::run_inline<Fn>, arg, nullptr);
+        } else {
+            auto owned = std::make_unique<Fn>(std::forward<F>(f));
+            flock_status_t st = send(&detail::run_heap<Fn>, owned.get(), &detail::drop_heap<Fn>);
+            if (st == FLOCK_OK) owned.release();  // the pool owns it now
+            return st;
+        }
+    }
+
     flock_pool_t* p_ = nullptr;
 };
 

@@ -1,5 +1,6 @@
 //! `flock_config_t`: how a pool is built, and `flock_config_init`, its defaults.
 
+use crate::lane::{flock_lane_t, read_lanes};
 use crate::panic::ffi_panic_boundary;
 use flock_core::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
 use std::ptr;
@@ -37,8 +38,8 @@ fn policy(raw: u32) -> Option<Backpressure> {
 
 /// A pool's configuration. Always start from flock_config_init, then change the fields you
 /// care about: later versions may add fields at the end, which flock_config_init fills in.
-/// The pool copies what it needs; the struct may be freed or reused as soon as
-/// flock_pool_new returns.
+/// The pool copies what it needs (lane names included); the struct, and the lanes array it
+/// points to, may be freed or reused as soon as flock_pool_new returns.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct flock_config {
@@ -69,6 +70,20 @@ pub struct flock_config {
     pub max_spawned_threads: u32,
     /// Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
     pub stack_size: u64,
+    /// The most workers flock_resize may grow the pool to, at least workers and at most
+    /// 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
+    /// the number of CPUs this process may run on.
+    pub max_workers: u32,
+    /// The pool's lanes, lane_count of them (at most FLOCK_MAX_LANES), in index order: each
+    /// with a name (not NULL, UTF-8, at most FLOCK_LANE_NAME_MAX - 1 bytes, no two alike) and a
+    /// weight of 1 or more; anything else is FLOCK_ERR_INVALID_CONFIG. When several lanes have
+    /// queued tasks, each worker shares its time between them in proportion to their weights,
+    /// first in first out within a lane. NULL with lane_count 0 (the default): one lane,
+    /// "default", weight 1. Only read during flock_pool_new.
+    pub lanes: *const flock_lane_t,
+    /// The number of entries in lanes. 0 (the default): one lane, "default" (lanes is then
+    /// not read).
+    pub lane_count: u32,
 }
 
 /// See `struct flock_config`.
@@ -88,6 +103,9 @@ impl flock_config {
             track_latency: false,
             max_spawned_threads: 0,
             stack_size: 0,
+            max_workers: 0,
+            lanes: ptr::null(),
+            lane_count: 0,
         }
     }
 }
@@ -100,7 +118,9 @@ impl flock_config {
 /// in memory and checked.
 ///
 /// # Safety
-/// `cfg` points to a readable, initialized `flock_config`.
+/// `cfg` points to a readable, initialized `flock_config`, whose `lanes`, when `lane_count`
+/// is 1 to `FLOCK_MAX_LANES`, is NULL or points to `lane_count` readable lanes with NULL or
+/// readable NUL-terminated names.
 pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilder> {
     macro_rules! field {
         ($name:ident as $int:ty) => {
@@ -133,6 +153,20 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilde
     let stack_size = field!(stack_size as u64);
     if stack_size != 0 {
         b = b.stack_size(usize::try_from(stack_size).ok()?);
+    }
+    let max_workers = field!(max_workers as u32);
+    if max_workers != 0 {
+        b = b.max_workers(usize::try_from(max_workers).ok()?);
+    }
+    let (lanes, lane_count) = (
+        field!(lanes as *const flock_lane_t),
+        field!(lane_count as u32),
+    );
+    // SAFETY: per this function's contract; the names are copied by `lanes` below, before
+    // this function returns.
+    let lanes = unsafe { read_lanes(lanes, lane_count) }?;
+    if !lanes.is_empty() {
+        b = b.lanes(&lanes);
     }
     Some(b)
 }

@@ -4,7 +4,7 @@
 //! never reused; new ones are added at the end.
 
 use crate::panic::ffi_panic_boundary;
-use flock_core::{BuildError, RejectReason, WaitError};
+use flock_core::{BuildError, RejectReason, ResizeError, WaitError};
 use std::ffi::c_char;
 
 /// The result of a flock call. FLOCK_OK (0) is success; every other value is an error and
@@ -34,20 +34,27 @@ pub enum flock_status {
     /// Waiting (flock_wait, flock_wait_timeout, flock_shutdown) was asked for from inside one
     /// of the pool's own tasks, where it would wait for itself. Nothing was changed.
     FLOCK_ERR_WOULD_DEADLOCK = 6,
-    /// flock_pool_new: the operating system refused to start a worker thread.
+    /// flock_pool_new, flock_resize: the operating system refused to start a worker thread.
+    /// (flock_resize keeps the workers it started before the refusal.)
     FLOCK_ERR_THREAD_SPAWN = 7,
     /// A panic (a bug) inside the library was caught at the call's boundary. The process is
     /// fine; the call did not complete and wrote no out-parameter.
     FLOCK_ERR_PANIC = 8,
-    /// An argument is out of its range: a worker index not below the pool's worker count, or
-    /// a value that is not one of its enumeration's constants.
+    /// An argument is out of its range: a worker index not below the pool's worker count, a
+    /// worker count flock_resize cannot take (0, or above the pool's max_workers), or a value
+    /// that is not one of its enumeration's constants.
     FLOCK_ERR_INVALID_ARGUMENT = 9,
-    /// The lane named (by index or name) does not exist in this pool: the task was not
-    /// accepted.
+    /// The lane named (by index or name) does not exist in this pool: a submit's task was not
+    /// accepted (the caller still owns its argument); flock_lane_index and flock_lane_stats
+    /// wrote nothing.
     FLOCK_ERR_UNKNOWN_LANE = 10,
-    /// flock_wait: the pool is paused with tasks outstanding, which would not start before
+    /// flock_wait: the pool is paused while tasks wait in a queue; they would not start before
     /// flock_resume; waiting could last forever.
     FLOCK_ERR_PAUSED = 11,
+    /// flock_resize: the operating system refused to pin a new worker to its core (the pool
+    /// was built with pin_workers). That worker was not added; the ones started before it
+    /// keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
+    FLOCK_ERR_PIN_FAILED = 12,
 }
 
 /// See `enum flock_status`.
@@ -63,7 +70,7 @@ pub struct StatusArg(pub(crate) u32);
 
 impl flock_status {
     /// Every status, in value order (tests and `flock_status_str` use it).
-    pub(crate) const ALL: [flock_status; 12] = [
+    pub(crate) const ALL: [flock_status; 13] = [
         flock_status::FLOCK_OK,
         flock_status::FLOCK_ERR_NULL,
         flock_status::FLOCK_ERR_INVALID_CONFIG,
@@ -76,6 +83,7 @@ impl flock_status {
         flock_status::FLOCK_ERR_INVALID_ARGUMENT,
         flock_status::FLOCK_ERR_UNKNOWN_LANE,
         flock_status::FLOCK_ERR_PAUSED,
+        flock_status::FLOCK_ERR_PIN_FAILED,
     ];
 
     /// The status with this numeric value, if there is one.
@@ -104,7 +112,10 @@ impl flock_status {
                 c"no lane of that index or name in this pool; the task was not accepted"
             }
             flock_status::FLOCK_ERR_PAUSED => {
-                c"the pool is paused with tasks outstanding; resume it before waiting"
+                c"the pool is paused with tasks queued; resume it before waiting"
+            }
+            flock_status::FLOCK_ERR_PIN_FAILED => {
+                c"the OS refused to pin a new worker to its core; that worker was not added"
             }
         }
     }
@@ -142,6 +153,22 @@ impl From<&BuildError> for flock_status {
     }
 }
 
+impl From<&ResizeError> for flock_status {
+    fn from(e: &ResizeError) -> Self {
+        match e {
+            ResizeError::ZeroWorkers | ResizeError::TooManyWorkers { .. } => {
+                flock_status::FLOCK_ERR_INVALID_ARGUMENT
+            }
+            ResizeError::Shutdown => flock_status::FLOCK_ERR_SHUTDOWN,
+            ResizeError::ThreadSpawn(_) => flock_status::FLOCK_ERR_THREAD_SPAWN,
+            ResizeError::PinFailed { .. } => flock_status::FLOCK_ERR_PIN_FAILED,
+            // ResizeError is non_exhaustive: a variant added later is a request this pool
+            // cannot satisfy until a status of its own is published for it.
+            _ => flock_status::FLOCK_ERR_INVALID_ARGUMENT,
+        }
+    }
+}
+
 /// A short English description of a status: a static NUL-terminated string, never NULL, that
 /// the caller must not free or modify. A value that is not a flock_status_t constant gives
 /// "unknown flock status".
@@ -169,7 +196,10 @@ mod tests {
             assert_eq!(flock_status::from_raw(i as u32), Some(*s));
         }
         assert_eq!(flock_status::FLOCK_ERR_PANIC as u32, 8);
-        assert_eq!(flock_status::from_raw(10), None);
+        assert_eq!(flock_status::FLOCK_ERR_UNKNOWN_LANE as u32, 10);
+        assert_eq!(flock_status::FLOCK_ERR_PAUSED as u32, 11);
+        assert_eq!(flock_status::FLOCK_ERR_PIN_FAILED as u32, 12);
+        assert_eq!(flock_status::from_raw(13), None);
         assert_eq!(flock_status::from_raw(u32::MAX), None);
     }
 
@@ -187,6 +217,38 @@ mod tests {
             FLOCK_ERR_WOULD_DEADLOCK
         );
         assert_eq!(flock_status::from(WaitError::Timeout), FLOCK_ERR_TIMEOUT);
+        assert_eq!(flock_status::from(WaitError::Paused), FLOCK_ERR_PAUSED);
+        assert_eq!(
+            flock_status::from(RejectReason::UnknownLane),
+            FLOCK_ERR_UNKNOWN_LANE
+        );
+        assert_eq!(
+            flock_status::from(&BuildError::DuplicateLane { lane: "a".into() }),
+            FLOCK_ERR_INVALID_CONFIG
+        );
+        assert_eq!(
+            flock_status::from(&ResizeError::ZeroWorkers),
+            FLOCK_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            flock_status::from(&ResizeError::TooManyWorkers {
+                requested: 9,
+                max: 8
+            }),
+            FLOCK_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            flock_status::from(&ResizeError::Shutdown),
+            FLOCK_ERR_SHUTDOWN
+        );
+        assert_eq!(
+            flock_status::from(&ResizeError::ThreadSpawn(std::io::Error::other("no"))),
+            FLOCK_ERR_THREAD_SPAWN
+        );
+        assert_eq!(
+            flock_status::from(&ResizeError::PinFailed { worker: 3, core: 1 }),
+            FLOCK_ERR_PIN_FAILED
+        );
         assert_eq!(
             flock_status::from(&BuildError::ZeroWorkers),
             FLOCK_ERR_INVALID_CONFIG

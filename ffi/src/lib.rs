@@ -5,10 +5,11 @@
 //! `include/flock.hpp` wraps it for C++. It owns every `extern "C"` function and every raw
 //! pointer C hands in; the core crate (`flock`, imported here as `flock_core`) has no C in it.
 //!
-//! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `pool`
-//! (`flock_pool_t`, waiting and shutdown), `task` (submitting C callbacks), `stats`
-//! (`flock_stats_t`, `flock_worker_stats_t`), and `panic` (the boundary every export sits
-//! behind). Conventions, all checked by `ffi/tests`: every pointer argument is checked for
+//! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `lane`
+//! (`flock_lane_t`, finding a lane by name), `pool` (`flock_pool_t`, waiting and shutdown),
+//! `control` (resizing, pausing and resuming a running pool), `task` (submitting C
+//! callbacks, one at a time or in batches), `stats` (`flock_stats_t`, `flock_worker_stats_t`,
+//! `flock_lane_stats_t`), and `panic` (the boundary every export sits behind). Conventions, all checked by `ffi/tests`: every pointer argument is checked for
 //! NULL (`FLOCK_ERR_NULL`), out-parameters are written only on success, enumerations coming
 //! in from C are read as integers and range-checked, and no panic unwinds into C.
 #![deny(unsafe_op_in_unsafe_fn, missing_docs)]
@@ -17,7 +18,9 @@
 #![allow(non_camel_case_types)]
 
 mod config;
+mod control;
 mod error;
+mod lane;
 mod panic;
 mod pool;
 mod stats;
@@ -26,7 +29,9 @@ mod task;
 pub use config::{
     flock_config, flock_config_init, flock_config_t, flock_when_full, flock_when_full_t,
 };
+pub use control::{flock_is_paused, flock_pause, flock_resize, flock_resume};
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
+pub use lane::{flock_lane, flock_lane_index, flock_lane_t, FLOCK_LANE_NAME_MAX, FLOCK_MAX_LANES};
 #[cfg(feature = "test-hooks")]
 pub use panic::flock_test_panic_next_call;
 pub use pool::{
@@ -35,10 +40,14 @@ pub use pool::{
     ShutdownModeArg,
 };
 pub use stats::{
-    flock_latency_stats, flock_latency_stats_t, flock_stats, flock_stats_t, flock_worker_state,
-    flock_worker_state_t, flock_worker_stats, flock_worker_stats_t,
+    flock_lane_stats, flock_lane_stats_t, flock_latency_stats, flock_latency_stats_t, flock_stats,
+    flock_stats_t, flock_worker_state, flock_worker_state_t, flock_worker_stats,
+    flock_worker_stats_t,
 };
-pub use task::{flock_submit, flock_submit_ex, flock_task_fail};
+pub use task::{
+    flock_submit, flock_submit_batch, flock_submit_ex, flock_submit_lane, flock_submit_lane_ex,
+    flock_task_fail,
+};
 
 use panic::ffi_panic_boundary;
 use std::ffi::c_char;

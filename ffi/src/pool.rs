@@ -5,6 +5,7 @@ use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// A pool of worker threads. Opaque: create it with flock_pool_new, free it with
@@ -13,6 +14,12 @@ pub struct flock_pool {
     pub(crate) inner: flock_core::Pool,
     /// Tells this pool's workers apart from other pools' (see [`WORKER_OF`]).
     id: u64,
+    /// Set, under the lock, by `flock_shutdown` before it shuts the core pool down; read,
+    /// under the lock, by `flock_pause` before it pauses. The core's shutdown resumes a paused
+    /// pool so that its queue drains, but a pause landing after that would park the workers
+    /// with tasks queued and hold the shutdown (or `flock_pool_free`) forever. With the lock,
+    /// a pause either comes first (and the shutdown clears it) or sees the flag and refuses.
+    closing: Mutex<bool>,
 }
 
 /// See `struct flock_pool`.
@@ -51,6 +58,12 @@ impl flock_pool {
     fn is_own_worker(&self) -> bool {
         WORKER_OF.with(Cell::get) == self.id
     }
+
+    /// The `closing` flag, locked. Nothing panics while holding it, but a poisoned lock
+    /// still guards a valid `bool`.
+    pub(crate) fn closing(&self) -> MutexGuard<'_, bool> {
+        self.closing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The pool behind a pointer C handed in, or FLOCK_ERR_NULL.
@@ -69,15 +82,19 @@ pub(crate) unsafe fn pool_ref<'a>(
 /// it in *out. Returns once every worker is running.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when out is NULL; FLOCK_ERR_INVALID_CONFIG when a field
-/// is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant...) or a
+/// is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant,
+/// max_workers below workers, lanes that break a rule of flock_config_t.lanes...) or a
 /// worker could not be pinned; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is
 /// written only on FLOCK_OK.
 ///
-/// Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg is only
-/// read during the call. Thread-safety: any thread; pools are independent of each other.
+/// Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg, its
+/// lanes array and the lanes' names are only read during the call (the pool keeps copies).
+/// Thread-safety: any thread; pools are independent of each other.
 ///
 /// # Safety
-/// `cfg` is NULL or points to a readable flock_config_t; `out` is NULL or writable.
+/// `cfg` is NULL or points to a readable flock_config_t whose `lanes`, when `lane_count` is 1
+/// to FLOCK_MAX_LANES, is NULL or points to `lane_count` readable flock_lane_t with NULL or
+/// readable NUL-terminated names; `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn flock_pool_new(
     cfg: *const flock_config_t,
@@ -97,7 +114,8 @@ pub unsafe extern "C" fn flock_pool_new(
         let builder = builder.on_worker_start(move |_| WORKER_OF.with(|w| w.set(id)));
         match builder.build() {
             Ok(inner) => {
-                let pool = Box::into_raw(Box::new(flock_pool { inner, id }));
+                let closing = Mutex::new(false);
+                let pool = Box::into_raw(Box::new(flock_pool { inner, id, closing }));
                 // SAFETY: `out` is not NULL (checked above) and writable per the contract.
                 unsafe { out.write(pool) };
                 flock_status_t::FLOCK_OK
@@ -138,10 +156,12 @@ pub unsafe extern "C" fn flock_pool_free(pool: *mut flock_pool_t) {
 /// open. Tasks submitted while it waits may or may not be waited for.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL; FLOCK_ERR_WOULD_DEADLOCK, at once, when called from
-/// inside one of this pool's own tasks. After shutdown: FLOCK_OK at once.
+/// inside one of this pool's own tasks; FLOCK_ERR_PAUSED when the pool is paused (see
+/// flock_pause) with tasks outstanding, at once or as soon as a pause happens while it waits:
+/// queued tasks would not start before flock_resume. After shutdown: FLOCK_OK at once.
 ///
-/// Thread-safety: any number of threads may wait at once, concurrently with submits, stats
-/// and shutdown, but not with flock_pool_free of the pool.
+/// Thread-safety: any number of threads may wait at once, concurrently with submits, stats,
+/// pause, resume, resize and shutdown, but not with flock_pool_free of the pool.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new.
@@ -161,7 +181,8 @@ pub unsafe extern "C" fn flock_wait(pool: *mut flock_pool_t) -> flock_status_t {
 
 /// Like flock_wait, waiting at most timeout_ns nanoseconds: FLOCK_OK when everything finished
 /// in time, FLOCK_ERR_TIMEOUT otherwise (the tasks go on running). Same errors, ownership and
-/// thread-safety as flock_wait.
+/// thread-safety as flock_wait, except that a paused pool is waited for like any other: it
+/// gives FLOCK_ERR_TIMEOUT unless someone calls flock_resume in time.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new.
@@ -187,12 +208,13 @@ pub unsafe extern "C" fn flock_wait_timeout(
     }
 }
 
-/// Stops the pool: from now on every submit returns FLOCK_ERR_SHUTDOWN. With
-/// FLOCK_SHUTDOWN_GRACEFUL every task already accepted runs (and those they submit); with
-/// FLOCK_SHUTDOWN_NOW tasks that have not started are discarded, each one's drop callback
-/// called exactly once (on this thread or a worker), and running tasks finish. Either way the
-/// call returns once every worker thread has exited and been joined. The handle stays valid:
-/// flock_stats still works, and flock_pool_free must still be called.
+/// Stops the pool: from now on every submit returns FLOCK_ERR_SHUTDOWN (and flock_pause and
+/// flock_resize too). With FLOCK_SHUTDOWN_GRACEFUL every task already accepted runs (and
+/// those they submit), a paused pool is resumed for that; with FLOCK_SHUTDOWN_NOW tasks that
+/// have not started are discarded, each one's drop callback called exactly once (on this
+/// thread or a worker), and running tasks finish. Either way the call returns once every
+/// worker thread has exited and been joined. The handle stays valid: flock_stats still
+/// works, and flock_pool_free must still be called.
 ///
 /// When dropped_out is not NULL, it receives, on FLOCK_OK, the number of tasks shutdowns of
 /// this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used).
@@ -204,8 +226,9 @@ pub unsafe extern "C" fn flock_wait_timeout(
 /// from outside).
 ///
 /// Thread-safety: may run concurrently with submits (each either gets its task in, and it is
-/// run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats and other shutdowns,
-/// but not with flock_pool_free.
+/// run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats, pauses (each either
+/// comes first and is undone by the shutdown, or gets FLOCK_ERR_SHUTDOWN), resumes, resizes
+/// and other shutdowns, but not with flock_pool_free.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new; `dropped_out` is NULL or writable.
@@ -221,10 +244,21 @@ pub unsafe extern "C" fn flock_shutdown(
             Ok(pool) => pool,
             Err(status) => return status,
         };
-        let result = match mode.0 {
-            0 => pool.inner.shutdown(),
-            1 => pool.inner.shutdown_now().map(drop),
+        let now = match mode.0 {
+            0 => false,
+            1 => true,
             _ => return flock_status_t::FLOCK_ERR_INVALID_ARGUMENT,
+        };
+        if pool.is_own_worker() {
+            // Checked before `closing` is set: nothing changes.
+            return flock_status_t::FLOCK_ERR_WOULD_DEADLOCK;
+        }
+        // From here on flock_pause refuses (see `flock_pool::closing`).
+        *pool.closing() = true;
+        let result = if now {
+            pool.inner.shutdown_now().map(drop)
+        } else {
+            pool.inner.shutdown()
         };
         if let Err(e) = result {
             return e.into();

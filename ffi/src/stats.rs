@@ -1,10 +1,12 @@
-//! `flock_stats_t`, `flock_worker_stats_t` and `flock_latency_stats_t`: the core's `Stats`
-//! snapshot flattened into plain C structs, with the same field names.
+//! `flock_stats_t`, `flock_worker_stats_t`, `flock_lane_stats_t` and `flock_latency_stats_t`:
+//! the core's `Stats` snapshot flattened into plain C structs, with the same field names.
 
 use crate::error::flock_status_t;
+use crate::lane::FLOCK_LANE_NAME_MAX;
 use crate::panic::ffi_panic_boundary;
 use crate::pool::{flock_pool_t, pool_ref};
-use flock_core::{LatencyStats, Stats, WorkerState, WorkerStats};
+use flock_core::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
+use std::ffi::c_char;
 use std::time::Duration;
 
 /// A latency distribution in nanoseconds, from a log-bucketed histogram (each bucket at most
@@ -45,7 +47,8 @@ pub struct flock_stats {
     pub completed: u64,
     /// Tasks that failed (flock_task_fail, a thrown C++ exception in flock.hpp).
     pub panicked: u64,
-    /// Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown).
+    /// Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown). A
+    /// submit to a lane the pool lacks (FLOCK_ERR_UNKNOWN_LANE) is not counted.
     pub rejected: u64,
     /// Tasks discarded unrun by FLOCK_SHUTDOWN_NOW.
     pub dropped: u64,
@@ -75,7 +78,8 @@ pub struct flock_stats {
     pub wakeups: u64,
     /// The bound on queued tasks (UINT64_MAX: none).
     pub capacity: u64,
-    /// The number of workers.
+    /// The number of workers wanted: as built, or as last set by flock_resize (workers
+    /// beyond it may still be finishing their task before they retire).
     pub workers: u32,
     /// Whether queue_wait and run_time hold figures (the pool was built with track_latency).
     pub track_latency: bool,
@@ -85,6 +89,12 @@ pub struct flock_stats {
     pub queue_wait: flock_latency_stats_t,
     /// Start to end of each task (with track_latency; zeros otherwise).
     pub run_time: flock_latency_stats_t,
+    /// Whether the pool is paused (flock_pause).
+    pub paused: bool,
+    /// The most workers flock_resize may ask for (flock_config_t.max_workers, or its default).
+    pub max_workers: u32,
+    /// The number of lanes, at least 1; flock_lane_stats takes 0 to lane_count - 1.
+    pub lane_count: u32,
 }
 
 /// See `struct flock_stats`.
@@ -129,6 +139,33 @@ pub struct flock_worker_stats {
 
 /// See `struct flock_worker_stats`.
 pub type flock_worker_stats_t = flock_worker_stats;
+
+/// One lane's counters, taken by flock_lane_stats. Once the pool is quiet (after flock_wait),
+/// submitted == executed for every lane but tasks discarded by FLOCK_SHUTDOWN_NOW.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct flock_lane_stats {
+    /// The lane's name, NUL-terminated: a copy, which stays valid after the pool is freed.
+    pub name: [c_char; FLOCK_LANE_NAME_MAX],
+    /// Its weight (flock_lane_t.weight; 1 for the default lane).
+    pub weight: u32,
+    /// Tasks accepted into it (from outside the pool and from tasks).
+    pub submitted: u64,
+    /// Its tasks that ran (completed or failed).
+    pub executed: u64,
+    /// Its tasks waiting in its shared queue. Tasks queued in workers' own queues (submitted
+    /// by tasks) are counted in flock_stats_t.queued only.
+    pub queued: u64,
+    /// Whether busy_ns holds a figure: true when the pool has more than one lane (run time is
+    /// measured to share the workers between lanes, and only then).
+    pub has_busy: bool,
+    /// Run time its tasks took, in nanoseconds, as charged for fair sharing; 0 when has_busy
+    /// is false.
+    pub busy_ns: u64,
+}
+
+/// See `struct flock_lane_stats`.
+pub type flock_lane_stats_t = flock_lane_stats;
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -175,6 +212,9 @@ impl From<&Stats> for flock_stats {
             uptime_ns: nanos(s.uptime),
             queue_wait: latency(&s.queue_wait),
             run_time: latency(&s.run_time),
+            paused: s.paused,
+            max_workers: u32::try_from(s.max_workers).unwrap_or(u32::MAX),
+            lane_count: u32::try_from(s.lanes.len()).unwrap_or(u32::MAX),
         }
     }
 }
@@ -200,6 +240,30 @@ impl From<&WorkerStats> for flock_worker_stats {
             stolen: w.stolen,
             parks: w.parks,
             state: w.state.into(),
+        }
+    }
+}
+
+impl From<&LaneStats> for flock_lane_stats {
+    fn from(l: &LaneStats) -> Self {
+        // Names of pools built through flock_pool_new are shorter than the buffer (checked by
+        // flock_pool_new); anything longer would be cut at a character boundary.
+        let mut end = l.name.len().min(FLOCK_LANE_NAME_MAX - 1);
+        while !l.name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut name = [0; FLOCK_LANE_NAME_MAX];
+        for (to, from) in name.iter_mut().zip(&l.name.as_bytes()[..end]) {
+            *to = *from as c_char;
+        }
+        flock_lane_stats {
+            name,
+            weight: l.weight,
+            submitted: l.submitted,
+            executed: l.executed,
+            queued: l.queued,
+            has_busy: l.busy.is_some(),
+            busy_ns: l.busy.map_or(0, nanos),
         }
     }
 }
@@ -239,8 +303,9 @@ pub unsafe extern "C" fn flock_stats(
 /// Copies a snapshot of worker number `worker` (0 to workers - 1) into *out.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_INVALID_ARGUMENT when
-/// worker is not below the pool's worker count. *out is written only on FLOCK_OK. Ownership,
-/// thread-safety and behaviour after shutdown as for flock_stats.
+/// worker is not below the pool's worker count (after flock_resize made it smaller, a worker
+/// above it still answers until it has retired). *out is written only on FLOCK_OK.
+/// Ownership, thread-safety and behaviour after shutdown as for flock_stats.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
@@ -269,5 +334,78 @@ pub unsafe extern "C" fn flock_worker_stats(
         // SAFETY: not NULL (checked above) and writable per the contract.
         unsafe { out.write(w.into()) };
         flock_status_t::FLOCK_OK
+    }
+}
+
+/// Copies a snapshot of lane number `lane` (0 to flock_stats_t.lane_count - 1; see
+/// flock_lane_index) into *out.
+///
+/// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_UNKNOWN_LANE when the
+/// pool has no lane number `lane`. *out is written only on FLOCK_OK. Ownership, thread-safety
+/// and behaviour after shutdown as for flock_stats.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn flock_lane_stats(
+    pool: *const flock_pool_t,
+    lane: u32,
+    out: *mut flock_lane_stats_t,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        let pool = match unsafe { pool_ref(pool) } {
+            Ok(pool) => pool,
+            Err(status) => return status,
+        };
+        if out.is_null() {
+            return flock_status_t::FLOCK_ERR_NULL;
+        }
+        let stats = pool.inner.stats();
+        let Some(l) = usize::try_from(lane).ok().and_then(|i| stats.lanes.get(i)) else {
+            return flock_status_t::FLOCK_ERR_UNKNOWN_LANE;
+        };
+        // SAFETY: not NULL (checked above) and writable per the contract.
+        unsafe { out.write(l.into()) };
+        flock_status_t::FLOCK_OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn lane(name: &str) -> LaneStats {
+        let pool = flock_core::Pool::builder()
+            .workers(1)
+            .lanes(&[(name, 3), ("other", 1)])
+            .build()
+            .unwrap();
+        pool.stats().lanes.swap_remove(0)
+    }
+
+    fn name_of(l: &flock_lane_stats) -> &str {
+        // SAFETY: the array is NUL-terminated (its last byte is never written).
+        let name = unsafe { CStr::from_ptr(l.name.as_ptr()) };
+        name.to_str().unwrap()
+    }
+
+    #[test]
+    fn a_lane_name_is_copied_whole_and_terminated() {
+        let l = flock_lane_stats::from(&lane("interactive"));
+        assert_eq!(name_of(&l), "interactive");
+        assert_eq!(l.weight, 3);
+        assert!(l.has_busy);
+        assert!(l.name[11..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_name_too_long_is_cut_at_a_character_boundary() {
+        // 62 ASCII bytes and a two-byte character: 64 bytes, one past the buffer's room.
+        let long = format!("{}é", "x".repeat(FLOCK_LANE_NAME_MAX - 2));
+        let l = flock_lane_stats::from(&lane(&long));
+        assert_eq!(name_of(&l), "x".repeat(FLOCK_LANE_NAME_MAX - 2));
+        assert_eq!(l.name[FLOCK_LANE_NAME_MAX - 1], 0);
     }
 }

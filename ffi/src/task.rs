@@ -1,4 +1,5 @@
-//! C tasks: `flock_submit`, `flock_submit_ex` and `flock_task_fail`.
+//! C tasks: `flock_submit`, `flock_submit_ex`, their lane forms `flock_submit_lane` and
+//! `flock_submit_lane_ex`, `flock_submit_batch`, and `flock_task_fail`.
 //!
 //! A C task is three words, (function, argument, drop callback), held by [`CTask`]. The closure
 //! handed to the core captures only that struct, so it is three words as well, and the core
@@ -6,7 +7,9 @@
 //! nothing. `CTask`'s destructor calls the drop callback; running the task disarms it, and so
 //! does a refusal (the caller keeps ownership of the argument and learns so from the status).
 //! The only path left where the destructor fires is a task discarded unrun by
-//! `FLOCK_SHUTDOWN_NOW`, which is exactly when the drop callback is documented to run.
+//! `FLOCK_SHUTDOWN_NOW`, which is exactly when the drop callback is documented to run. A
+//! batch is the same closures, one per argument, handed to the core's `submit_batch_to`; the
+//! refused ones come back from it in order and are disarmed the same way.
 
 use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
@@ -76,14 +79,26 @@ fn into_closure(task: CTask) -> impl FnOnce() + Send + 'static {
     move || task.run()
 }
 
-/// Submits `task` to the pool; refused tasks are disarmed and reported by their status.
-fn submit(pool: *mut flock_pool_t, task: CTask) -> flock_status_t {
+/// A lane index from C as the core takes it (an index the pool lacks is refused there).
+fn lane_index(lane: u32) -> usize {
+    usize::try_from(lane).unwrap_or(usize::MAX)
+}
+
+/// Submits `task` to the pool, into `lane` when given (otherwise lane 0 from outside the
+/// pool, the running task's lane from inside); refused tasks are disarmed and reported by
+/// their status.
+fn submit(pool: *mut flock_pool_t, lane: Option<u32>, task: CTask) -> flock_status_t {
     // SAFETY: the header requires `pool` to be NULL or a live pool from flock_pool_new.
     let pool = match unsafe { pool_ref(pool) } {
         Ok(pool) => pool,
         Err(status) => return status,
     };
-    match pool.inner.submit(into_closure(task)) {
+    let task = into_closure(task);
+    let result = match lane {
+        None => pool.inner.submit(task),
+        Some(lane) => pool.inner.submit_to(lane_index(lane), task),
+    };
+    match result {
         Ok(()) => flock_status_t::FLOCK_OK,
         Err(refused) => {
             let status = refused.reason().into();
@@ -111,16 +126,18 @@ pub unsafe extern "C" fn flock_submit(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, CTask { run, arg, drop: None })
+        submit(pool, None, CTask { run, arg, drop: None })
     }
 }
 
 /// Runs task(arg) on the pool, fire and forget; allocates nothing.
 ///
-/// From outside the pool the task joins the shared queue, subject to the pool's capacity and
-/// when_full policy: under FLOCK_WHEN_FULL_BLOCK this call may block; under
+/// From outside the pool the task joins the shared queue of lane 0 (the first of
+/// flock_config_t.lanes; flock_submit_lane_ex picks another), subject to the pool's capacity
+/// and when_full policy: under FLOCK_WHEN_FULL_BLOCK this call may block; under
 /// FLOCK_WHEN_FULL_CALLER_RUNS it may run task(arg) itself before returning. From inside one
-/// of the pool's tasks the task goes to that worker's own queue: never refused, never blocking.
+/// of the pool's tasks the task goes to that worker's own queue, in the running task's lane:
+/// never refused, never blocking.
 ///
 /// Returns FLOCK_OK when the task was accepted: it will run exactly once, or, if
 /// flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
@@ -153,7 +170,132 @@ pub unsafe extern "C" fn flock_submit_ex(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, CTask { run, arg, drop })
+        submit(pool, None, CTask { run, arg, drop })
+    }
+}
+
+/// Runs task(arg) on the pool in lane number `lane` (see flock_config_t.lanes and
+/// flock_lane_index), fire and forget. Same as flock_submit_lane_ex with a NULL drop.
+/// Allocates nothing.
+///
+/// # Safety
+/// As for flock_submit_ex.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_lane(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        let Some(run) = task else {
+            return flock_status_t::FLOCK_ERR_NULL;
+        };
+        submit(pool, Some(lane), CTask { run, arg, drop: None })
+    }
+}
+
+/// Runs task(arg) on the pool in lane number `lane` (its index in flock_config_t.lanes; see
+/// flock_lane_index), fire and forget; allocates nothing. Everything flock_submit_ex says
+/// holds, except that the task goes to `lane` rather than to the default one (lane 0 from
+/// outside the pool, the running task's lane from inside). The tasks it submits with
+/// flock_submit or flock_submit_ex go to `lane` too.
+///
+/// Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
+/// FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
+/// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused: neither task nor drop
+/// is called, and the caller still owns arg (a refusal for an unknown lane is not counted in
+/// flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is NULL.
+///
+/// Thread-safety: as flock_submit_ex.
+///
+/// # Safety
+/// As for flock_submit_ex.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_lane_ex(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    arg: *mut c_void,
+    drop: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        let Some(run) = task else {
+            return flock_status_t::FLOCK_ERR_NULL;
+        };
+        submit(pool, Some(lane), CTask { run, arg, drop })
+    }
+}
+
+/// Runs task(args[i]) on the pool for every i from 0 to n - 1, in lane number `lane`, as one
+/// batch: from outside the pool the tasks are admitted in groups of a few hundred, each with
+/// one capacity reservation, one count and one wake-up call, instead of one per task. The
+/// pool's capacity and when_full policy apply to each task that does not fit (under
+/// FLOCK_WHEN_FULL_BLOCK the call may block, under FLOCK_WHEN_FULL_CALLER_RUNS it may run
+/// some tasks itself). From inside one of the pool's tasks every task goes to that worker's
+/// own queue and none is refused. args is only read during the call; each args[i] is passed
+/// through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
+/// discards is simply not run, as with flock_submit.
+///
+/// Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
+/// refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
+/// FLOCK_ERR_SHUTDOWN), it stores in *accepted how many tasks from the start of args were
+/// accepted before it (0 for FLOCK_ERR_UNKNOWN_LANE): those run as flock_submit's do, and
+/// that one and every later one were not accepted and will not run (the caller still owns
+/// their arguments; each is counted in flock_stats_t.rejected, except for an unknown lane).
+/// Unlike other calls, these errors write *accepted. FLOCK_ERR_NULL when pool, task or
+/// accepted is NULL, or args is NULL while n is not 0 (*accepted untouched, no task
+/// accepted). n 0 is FLOCK_OK with *accepted 0.
+///
+/// Thread-safety: as flock_submit_ex; the batch is not atomic: other submits may interleave
+/// with it, and its tasks may start before the call returns.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `task` is NULL or a function that may
+/// be called with each args[i] from any thread; `args` is NULL or points to n readable
+/// pointers; `accepted` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_batch(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    args: *const *mut c_void,
+    n: usize,
+    accepted: *mut usize,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        let pool = match unsafe { pool_ref(pool) } {
+            Ok(pool) => pool,
+            Err(status) => return status,
+        };
+        let Some(run) = task else {
+            return flock_status_t::FLOCK_ERR_NULL;
+        };
+        if accepted.is_null() || (args.is_null() && n != 0) {
+            return flock_status_t::FLOCK_ERR_NULL;
+        }
+        let args: &[*mut c_void] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: not NULL (checked above): n readable pointers (this function's contract).
+            unsafe { std::slice::from_raw_parts(args, n) }
+        };
+        let tasks = args.iter().map(|&arg| into_closure(CTask { run, arg, drop: None }));
+        let (count, status) = match pool.inner.submit_batch_to(lane_index(lane), tasks) {
+            Ok(count) => (count, flock_status_t::FLOCK_OK),
+            Err(refused) => {
+                let count = refused.accepted();
+                let status = refused.reason().into();
+                // Disarmed as in `submit`: each refused closure is forgotten, unrun, and the
+                // caller keeps its argument.
+                refused.into_rejected().into_iter().for_each(std::mem::forget);
+                (count, status)
+            }
+        };
+        // SAFETY: not NULL (checked above) and writable per the contract.
+        unsafe { accepted.write(count) };
+        status
     }
 }
 

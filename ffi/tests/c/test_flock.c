@@ -1,6 +1,6 @@
 /*
  * The C test suite of libflock: every exported function, every pointer parameter given NULL,
- * exact counts through flock_stats. Built against a library with the `test-hooks` feature
+ * exact counts through flock_stats, flock_worker_stats and flock_lane_stats. Built against a library with the `test-hooks` feature
  * (FLOCK_TEST_HOOKS) by ffi/tests/driver.sh, and run plain, under valgrind and under ASan.
  *
  * FLOCK_TEST_SCALE=n divides the big iteration counts by n (valgrind is slow).
@@ -109,12 +109,15 @@ static void test_version_and_status_strings(void) {
     CHECK_EQ(FLOCK_ERR_THREAD_SPAWN, 7);
     CHECK_EQ(FLOCK_ERR_PANIC, 8);
     CHECK_EQ(FLOCK_ERR_INVALID_ARGUMENT, 9);
-    for (int i = 0; i <= 9; i++) {
+    CHECK_EQ(FLOCK_ERR_UNKNOWN_LANE, 10);
+    CHECK_EQ(FLOCK_ERR_PAUSED, 11);
+    CHECK_EQ(FLOCK_ERR_PIN_FAILED, 12);
+    for (int i = 0; i <= 12; i++) {
         const char *s = flock_status_str((flock_status_t)i);
         CHECK(s != NULL && s[0] != '\0');
         for (int j = 0; j < i; j++) CHECK(strcmp(s, flock_status_str((flock_status_t)j)) != 0);
     }
-    CHECK(strcmp(flock_status_str((flock_status_t)10), "unknown flock status") == 0);
+    CHECK(strcmp(flock_status_str((flock_status_t)13), "unknown flock status") == 0);
     CHECK(strcmp(flock_status_str((flock_status_t)-1), "unknown flock status") == 0);
 }
 
@@ -130,6 +133,9 @@ static void test_config_init_and_defaults(void) {
     CHECK_EQ(cfg.spin_limit, 20);
     CHECK_EQ(cfg.max_spawned_threads, 0);
     CHECK_EQ(cfg.stack_size, 0);
+    CHECK_EQ(cfg.max_workers, 0);
+    CHECK(cfg.lanes == NULL);
+    CHECK_EQ(cfg.lane_count, 0);
     flock_config_init(NULL); /* a no-op */
 
     /* NULL config: every default. */
@@ -140,6 +146,19 @@ static void test_config_init_and_defaults(void) {
     CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
     CHECK_EQ(s.workers, cfg.workers);
     CHECK_EQ(s.capacity, 65536);
+    CHECK(s.max_workers >= s.workers);
+    CHECK(!s.paused);
+    CHECK_EQ(s.lane_count, 1);
+    /* One lane, "default". */
+    uint32_t lane = 7;
+    CHECK_STATUS(flock_lane_index(pool, "default", &lane), FLOCK_OK);
+    CHECK_EQ(lane, 0);
+    flock_lane_stats_t l;
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_OK);
+    CHECK(strcmp(l.name, "default") == 0);
+    CHECK_EQ(l.weight, 1);
+    CHECK(!l.has_busy);
+    CHECK_EQ(l.busy_ns, 0);
     flock_pool_free(pool);
 }
 
@@ -195,12 +214,52 @@ static void test_null_pointers(void) {
     CHECK(memcmp(&w, &wpattern, sizeof w) == 0);
     CHECK_STATUS(flock_worker_stats(pool, 0, NULL), FLOCK_ERR_NULL);
 
-    /* Allowed NULLs: arg, drop, dropped_out, flock_pool_free(NULL). */
+    flock_lane_stats_t l, lpattern;
+    memset(&l, 0xAB, sizeof l);
+    memcpy(&lpattern, &l, sizeof l);
+    CHECK_STATUS(flock_lane_stats(NULL, 0, &l), FLOCK_ERR_NULL);
+    CHECK(memcmp(&l, &lpattern, sizeof l) == 0);
+    CHECK_STATUS(flock_lane_stats(pool, 0, NULL), FLOCK_ERR_NULL);
+
+    uint32_t lane = 77;
+    CHECK_STATUS(flock_lane_index(NULL, "default", &lane), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_lane_index(pool, NULL, &lane), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_lane_index(pool, "default", NULL), FLOCK_ERR_NULL);
+    CHECK_EQ(lane, 77);
+    CHECK_STATUS(flock_submit_lane(NULL, 0, count_task, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane(pool, 0, NULL, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(NULL, 0, count_task, &n, noop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, NULL, &n, noop), FLOCK_ERR_NULL);
+    void *args[2] = {&n, &n};
+    size_t accepted = 77;
+    CHECK_STATUS(flock_submit_batch(NULL, 0, count_task, args, 2, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch(pool, 0, NULL, args, 2, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch(pool, 0, count_task, NULL, 2, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch(pool, 0, count_task, args, 2, NULL), FLOCK_ERR_NULL);
+    CHECK_EQ(accepted, 77);
+    CHECK_STATUS(flock_resize(NULL, 2), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_pause(NULL), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_resume(NULL), FLOCK_ERR_NULL);
+    bool paused = true;
+    CHECK_STATUS(flock_is_paused(NULL, &paused), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_is_paused(pool, NULL), FLOCK_ERR_NULL);
+    CHECK(paused);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 0); /* none of the above ran anything */
+
+    /* Allowed NULLs: arg, drop, dropped_out, args with n 0, flock_pool_free(NULL). */
     CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
     CHECK_STATUS(flock_submit_ex(pool, count_task, &n, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_lane(pool, 0, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, count_task, &n, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_batch(pool, 0, count_task, NULL, 0, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 0);
+    void *null_args[3] = {NULL, NULL, NULL};
+    CHECK_STATUS(flock_submit_batch(pool, 0, noop, null_args, 3, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 3);
     flock_pool_free(NULL);
     CHECK_STATUS(flock_wait(pool), FLOCK_OK);
-    CHECK_EQ(atomic_load(&n), 1);
+    CHECK_EQ(atomic_load(&n), 2);
     CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
     flock_pool_free(pool);
 }
@@ -601,6 +660,580 @@ static void test_latency(void) {
     flock_pool_free(pool);
 }
 
+/* ---- lanes ----------------------------------------------------------------------------- */
+
+static flock_pool_t *new_lane_pool(uint32_t workers, const flock_lane_t *lanes, uint32_t count) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = workers;
+    cfg.lanes = lanes;
+    cfg.lane_count = count;
+    flock_pool_t *pool = NULL;
+    flock_status_t st = flock_pool_new(&cfg, &pool);
+    if (st != FLOCK_OK) {
+        fprintf(stderr, "  flock_pool_new: %s\n", flock_status_str(st));
+        abort();
+    }
+    return pool;
+}
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_uint_fast64_t *counter;
+    atomic_int bad_status;
+} spawner_t;
+
+/* Submits ten children with plain flock_submit: they inherit this task's lane. */
+static void spawn_children(void *arg) {
+    spawner_t *sp = arg;
+    for (int i = 0; i < 10; i++)
+        if (flock_submit(sp->pool, count_task, sp->counter) != FLOCK_OK) atomic_fetch_add(&sp->bad_status, 1);
+}
+
+static void test_lane_submit_and_stats(void) {
+    /* The names live in a buffer overwritten after flock_pool_new: the pool keeps copies. */
+    char hi[8], lo[8];
+    strcpy(hi, "hi");
+    strcpy(lo, "lo");
+    flock_lane_t lanes[2] = {{hi, 4}, {lo, 1}};
+    flock_pool_t *pool = new_lane_pool(2, lanes, 2);
+    strcpy(hi, "XX");
+    strcpy(lo, "YY");
+    lanes[0].weight = lanes[1].weight = 99;
+
+    uint32_t ihi = 9, ilo = 9;
+    CHECK_STATUS(flock_lane_index(pool, "hi", &ihi), FLOCK_OK);
+    CHECK_STATUS(flock_lane_index(pool, "lo", &ilo), FLOCK_OK);
+    CHECK_EQ(ihi, 0);
+    CHECK_EQ(ilo, 1);
+
+    atomic_uint_fast64_t n_hi = 0, n_lo = 0, n_default = 0;
+    enum { PER_LANE = 300 };
+    for (int i = 0; i < PER_LANE; i++) {
+        CHECK_STATUS(flock_submit_lane(pool, ihi, count_task, &n_hi), FLOCK_OK);
+        CHECK_STATUS(flock_submit_lane_ex(pool, ilo, count_task, &n_lo, noop), FLOCK_OK);
+    }
+    for (int i = 0; i < 5; i++) CHECK_STATUS(flock_submit(pool, count_task, &n_default), FLOCK_OK); /* lane 0 */
+    spawner_t sp = {pool, &n_lo, 0};
+    CHECK_STATUS(flock_submit_lane(pool, ilo, spawn_children, &sp), FLOCK_OK); /* 1 + 10 in "lo" */
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n_hi), PER_LANE);
+    CHECK_EQ(atomic_load(&n_lo), PER_LANE + 10);
+    CHECK_EQ(atomic_load(&n_default), 5);
+    CHECK_EQ(atomic_load(&sp.bad_status), 0);
+
+    flock_lane_stats_t l;
+    CHECK_STATUS(flock_lane_stats(pool, ihi, &l), FLOCK_OK);
+    CHECK(strcmp(l.name, "hi") == 0);
+    CHECK_EQ(l.weight, 4);
+    CHECK_EQ(l.submitted, PER_LANE + 5);
+    CHECK_EQ(l.executed, PER_LANE + 5);
+    CHECK_EQ(l.queued, 0);
+    CHECK(l.has_busy); /* measured with more than one lane */
+    CHECK_STATUS(flock_lane_stats(pool, ilo, &l), FLOCK_OK);
+    CHECK(strcmp(l.name, "lo") == 0);
+    CHECK_EQ(l.weight, 1);
+    CHECK_EQ(l.submitted, PER_LANE + 11);
+    CHECK_EQ(l.executed, PER_LANE + 11);
+    CHECK_EQ(l.queued, 0);
+    CHECK(l.has_busy);
+
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.lane_count, 2);
+    CHECK_EQ(s.submitted, 2 * PER_LANE + 5 + 11);
+    CHECK_EQ(s.completed, 2 * PER_LANE + 5 + 11);
+    CHECK_EQ(s.local_pushes, 10);
+
+    /* The snapshot is a copy: it outlives the pool. */
+    flock_pool_free(pool);
+    CHECK(strcmp(l.name, "lo") == 0);
+}
+
+static void test_unknown_lane(void) {
+    flock_lane_t lanes[2] = {{"a", 1}, {"b", 1}};
+    flock_pool_t *pool = new_lane_pool(1, lanes, 2);
+    slot_t slot = {0, 0};
+    CHECK_STATUS(flock_submit_lane(pool, 2, slot_run, &slot), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_STATUS(flock_submit_lane(pool, UINT32_MAX, slot_run, &slot), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 2, slot_run, &slot, slot_drop), FLOCK_ERR_UNKNOWN_LANE);
+
+    uint32_t idx = 77;
+    CHECK_STATUS(flock_lane_index(pool, "c", &idx), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_STATUS(flock_lane_index(pool, "", &idx), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_STATUS(flock_lane_index(pool, "default", &idx), FLOCK_ERR_UNKNOWN_LANE); /* replaced */
+    CHECK_STATUS(flock_lane_index(pool, "\xff", &idx), FLOCK_ERR_UNKNOWN_LANE);   /* not UTF-8 */
+    CHECK_EQ(idx, 77);
+
+    flock_lane_stats_t l, pattern;
+    memset(&l, 0xCD, sizeof l);
+    memcpy(&pattern, &l, sizeof l);
+    CHECK_STATUS(flock_lane_stats(pool, 2, &l), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK(memcmp(&l, &pattern, sizeof l) == 0);
+
+    void *args[3] = {&slot, &slot, &slot};
+    size_t accepted = 77;
+    CHECK_STATUS(flock_submit_batch(pool, 5, slot_run, args, 3, &accepted), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_EQ(accepted, 0);
+
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    /* Nothing ran, nothing was dropped, nothing was counted. */
+    CHECK_EQ(atomic_load(&slot.ran), 0);
+    CHECK_EQ(atomic_load(&slot.dropped), 0);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 0);
+    CHECK_EQ(s.rejected, 0);
+    flock_pool_free(pool);
+    CHECK_EQ(atomic_load(&slot.dropped), 0);
+}
+
+static void test_lane_config_invalid(void) {
+    flock_pool_t *sentinel = (flock_pool_t *)&sentinel, *pool = sentinel;
+    flock_config_t cfg;
+    char too_long[FLOCK_LANE_NAME_MAX + 1];
+    memset(too_long, 'x', FLOCK_LANE_NAME_MAX);
+    too_long[FLOCK_LANE_NAME_MAX] = '\0'; /* one byte too many */
+    struct {
+        const char *what;
+        flock_lane_t lanes[3];
+        uint32_t count;
+    } bad[] = {
+        {"NULL name", {{"a", 1}, {NULL, 1}}, 2},
+        {"weight 0", {{"a", 1}, {"b", 0}}, 2},
+        {"duplicate", {{"a", 1}, {"b", 2}, {"a", 3}}, 3},
+        {"not UTF-8", {{"\xc3\x28", 1}}, 1},
+        {"name too long", {{too_long, 1}}, 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        flock_config_init(&cfg);
+        cfg.workers = 1;
+        cfg.lanes = bad[i].lanes;
+        cfg.lane_count = bad[i].count;
+        flock_status_t st = flock_pool_new(&cfg, &pool);
+        if (st != FLOCK_ERR_INVALID_CONFIG) fprintf(stderr, "  lanes: %s\n", bad[i].what);
+        CHECK_STATUS(st, FLOCK_ERR_INVALID_CONFIG);
+        CHECK(pool == sentinel);
+    }
+
+    /* A count with no array, and more lanes than FLOCK_MAX_LANES (never read past it). */
+    flock_config_init(&cfg);
+    cfg.lane_count = 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    flock_lane_t many[FLOCK_MAX_LANES + 1];
+    char names[FLOCK_MAX_LANES + 1][4];
+    for (int i = 0; i <= FLOCK_MAX_LANES; i++) {
+        snprintf(names[i], sizeof names[i], "l%d", i);
+        many[i] = (flock_lane_t){names[i], 1};
+    }
+    cfg.lanes = many;
+    cfg.lane_count = FLOCK_MAX_LANES + 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    cfg.lane_count = UINT32_MAX;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel);
+
+    /* max_workers below workers, or above 65,536. */
+    flock_config_init(&cfg);
+    cfg.workers = 4;
+    cfg.max_workers = 3;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    cfg.max_workers = 70000;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel);
+
+    /* The limits themselves are fine: FLOCK_MAX_LANES lanes, a 63-byte name; an array with
+     * lane_count 0 is not read (one default lane). */
+    too_long[FLOCK_LANE_NAME_MAX - 1] = '\0';
+    many[0].name = too_long;
+    flock_config_init(&cfg);
+    cfg.workers = 1;
+    cfg.max_workers = 1;
+    cfg.lanes = many;
+    cfg.lane_count = FLOCK_MAX_LANES;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.lane_count, FLOCK_MAX_LANES);
+    CHECK_EQ(s.max_workers, 1);
+    flock_lane_stats_t l;
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_OK);
+    CHECK(strcmp(l.name, too_long) == 0);
+    flock_pool_free(pool);
+    cfg.lane_count = 0;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.lane_count, 1);
+    flock_pool_free(pool);
+}
+
+/* ---- resize ---------------------------------------------------------------------------- */
+
+/* Waits until the workers a shrinking flock_resize let go have retired (flock_worker_stats
+ * stops answering for them): flock_resize returns at once, and each retires at its next task
+ * boundary. */
+static void wait_retired(flock_pool_t *pool) {
+    flock_stats_t s;
+    flock_worker_stats_t w;
+    for (int tries = 0; tries < 10000; tries++) {
+        CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+        if (flock_worker_stats(pool, s.workers, &w) == FLOCK_ERR_INVALID_ARGUMENT) return;
+        sleep_ms(1);
+    }
+    CHECK(!"workers did not retire");
+}
+
+#define RESIZE_SUBMITTERS 4
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_uchar *hits; /* this thread's tasks, one byte each */
+    uint64_t tasks;
+    uint64_t failures;
+    atomic_int *done;
+} hit_submitter_t;
+
+static void hit_task(void *arg) { atomic_fetch_add((atomic_uchar *)arg, 1); }
+
+static void *hit_submitter(void *arg) {
+    hit_submitter_t *s = arg;
+    for (uint64_t i = 0; i < s->tasks; i++)
+        if (flock_submit(s->pool, hit_task, &s->hits[i]) != FLOCK_OK) s->failures++;
+    atomic_fetch_add(s->done, 1);
+    return NULL;
+}
+
+static void test_resize_under_concurrent_submits(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 2;
+    cfg.max_workers = 8;
+    cfg.capacity = 4096; /* submitters block now and then, while workers come and go */
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+
+    uint64_t per_thread = scaled(50000), total = per_thread * RESIZE_SUBMITTERS;
+    atomic_uchar *hits = calloc(total, sizeof *hits);
+    CHECK(hits != NULL);
+    atomic_int done = 0;
+    pthread_t threads[RESIZE_SUBMITTERS];
+    hit_submitter_t args[RESIZE_SUBMITTERS];
+    for (int i = 0; i < RESIZE_SUBMITTERS; i++) {
+        args[i] = (hit_submitter_t){pool, hits + (uint64_t)i * per_thread, per_thread, 0, &done};
+        CHECK(pthread_create(&threads[i], NULL, hit_submitter, &args[i]) == 0);
+    }
+    static const uint32_t sizes[] = {8, 1, 5, 2, 7, 1, 3, 8, 4};
+    uint32_t resizes = 0, last = 2;
+    while (atomic_load(&done) < RESIZE_SUBMITTERS || resizes < 9) {
+        last = sizes[resizes % 9];
+        CHECK_STATUS(flock_resize(pool, last), FLOCK_OK);
+        resizes++;
+        sleep_ms(1);
+    }
+    for (int i = 0; i < RESIZE_SUBMITTERS; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK_EQ(args[i].failures, 0);
+    }
+    /* Straight to flock_wait, retirements perhaps still under way: a worker that retires
+     * right after the last task must still wake the waiter. */
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+
+    /* Every task ran exactly once. */
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < total; i++)
+        if (atomic_load(&hits[i]) != 1) wrong++;
+    CHECK_EQ(wrong, 0);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, total);
+    CHECK_EQ(s.completed, total);
+    CHECK_EQ(s.dropped, 0);
+    CHECK_EQ(s.in_flight, 0);
+    CHECK_EQ(s.workers, last);
+    CHECK_EQ(s.max_workers, 8);
+
+    /* Back to full size: the pool still runs everything. */
+    CHECK_STATUS(flock_resize(pool, 8), FLOCK_OK);
+    atomic_uint_fast64_t n = 0;
+    for (int i = 0; i < 1000; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1000);
+    flock_worker_stats_t w;
+    CHECK_STATUS(flock_worker_stats(pool, 7, &w), FLOCK_OK);
+    CHECK_EQ(w.index, 7);
+    flock_pool_free(pool);
+    free(hits);
+}
+
+typedef struct {
+    flock_pool_t *pool;
+    flock_status_t shrink;
+    atomic_int done;
+} resizer_t;
+
+static void resize_inside(void *arg) {
+    resizer_t *r = arg;
+    r->shrink = flock_resize(r->pool, 3);
+    atomic_store(&r->done, 1);
+}
+
+static void test_resize_errors(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 2;
+    cfg.max_workers = 4;
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 0), FLOCK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(flock_resize(pool, 5), FLOCK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(flock_resize(pool, UINT32_MAX), FLOCK_ERR_INVALID_ARGUMENT);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.workers, 2); /* unchanged */
+    CHECK_EQ(s.max_workers, 4);
+    CHECK_STATUS(flock_resize(pool, 4), FLOCK_OK); /* max_workers itself is fine */
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.workers, 4);
+
+    /* From inside a task: allowed (the task may run on the worker it lets go). */
+    resizer_t r = {pool, FLOCK_ERR_PANIC, 0};
+    CHECK_STATUS(flock_submit(pool, resize_inside, &r), FLOCK_OK);
+    while (!atomic_load(&r.done)) sleep_ms(1);
+    wait_retired(pool); /* worker 3 leaves at its next task boundary */
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(r.shrink, FLOCK_OK);
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.workers, 3);
+    flock_worker_stats_t w;
+    CHECK_STATUS(flock_worker_stats(pool, 3, &w), FLOCK_ERR_INVALID_ARGUMENT);
+
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 2), FLOCK_ERR_SHUTDOWN);
+    CHECK_STATUS(flock_resize(pool, 0), FLOCK_ERR_INVALID_ARGUMENT); /* checked first */
+    flock_pool_free(pool);
+}
+
+/* ---- pause and resume ------------------------------------------------------------------- */
+
+/* Waits until every worker of the pool sleeps: a pause is then certain to be seen before
+ * any later task could start. */
+static void wait_all_parked(flock_pool_t *pool) {
+    flock_stats_t s;
+    for (int tries = 0; tries < 10000; tries++) {
+        CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+        uint32_t parked = 0;
+        for (uint32_t i = 0; i < s.workers; i++) {
+            flock_worker_stats_t w;
+            if (flock_worker_stats(pool, i, &w) == FLOCK_OK && w.state == FLOCK_WORKER_PARKED) parked++;
+        }
+        if (parked == s.workers) return;
+        sleep_ms(1);
+    }
+    CHECK(!"workers did not park");
+}
+
+static void test_pause_wait_resume(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    bool paused = true;
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(!paused);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK); /* paused or not, nothing outstanding */
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK); /* twice is fine */
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(paused);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK); /* still nothing outstanding */
+    wait_all_parked(pool);
+
+    atomic_uint_fast64_t n = 0;
+    enum { TASKS = 100 };
+    for (int i = 0; i < TASKS; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    sleep_ms(20);
+    CHECK_EQ(atomic_load(&n), 0); /* accepted, queued, not started */
+    CHECK_STATUS(flock_wait(pool), FLOCK_ERR_PAUSED);
+    CHECK_STATUS(flock_wait_timeout(pool, 5 * 1000 * 1000), FLOCK_ERR_TIMEOUT);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK(s.paused);
+    CHECK_EQ(s.submitted, TASKS);
+    CHECK_EQ(s.in_flight, TASKS);
+    CHECK_EQ(s.queued, TASKS);
+    CHECK_EQ(s.completed, 0);
+
+    CHECK_STATUS(flock_resume(pool), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), TASKS);
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(!paused);
+    CHECK_STATUS(flock_resume(pool), FLOCK_OK); /* not paused: a no-op */
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK(!s.paused);
+    CHECK_EQ(s.completed, TASKS);
+    flock_pool_free(pool);
+}
+
+static void test_shutdown_of_a_paused_pool(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+    atomic_uint_fast64_t n = 0;
+    for (int i = 0; i < 50; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    /* A graceful shutdown drains a paused pool. */
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 50);
+    bool paused = true;
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(!paused);
+    /* After shutdown: pausing is refused (it would hold a drain), resuming is a no-op. */
+    CHECK_STATUS(flock_pause(pool), FLOCK_ERR_SHUTDOWN);
+    CHECK_STATUS(flock_resume(pool), FLOCK_OK);
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(!paused);
+    flock_pool_free(pool);
+
+    /* FLOCK_SHUTDOWN_NOW discards what a pause held back, drop callbacks included. */
+    pool = new_pool(1, 1024, FLOCK_WHEN_FULL_BLOCK);
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+    wait_all_parked(pool);
+    slot_t slots[10];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < 10; i++) CHECK_STATUS(flock_submit_ex(pool, slot_run, &slots[i], slot_drop), FLOCK_OK);
+    uint64_t dropped = 0;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, &dropped), FLOCK_OK);
+    CHECK_EQ(dropped, 10);
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), 0);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 1);
+    }
+    flock_pool_free(pool);
+}
+
+typedef struct {
+    flock_pool_t *pool;
+    atomic_int stop;
+    atomic_uint_fast64_t pauses;
+} pauser_t;
+
+static void *pause_repeatedly(void *arg) {
+    pauser_t *p = arg;
+    while (!atomic_load(&p->stop)) {
+        flock_status_t st = flock_pause(p->pool);
+        if (st == FLOCK_ERR_SHUTDOWN) break;
+        if (st == FLOCK_OK) atomic_fetch_add(&p->pauses, 1);
+    }
+    return NULL;
+}
+
+/* Pauses racing a graceful shutdown never hold it: each comes first (and the shutdown undoes
+ * it) or is refused. */
+static void test_pause_racing_shutdown(void) {
+    for (int round = 0; round < 20; round++) {
+        flock_pool_t *pool = new_pool(2, 1 << 16, FLOCK_WHEN_FULL_BLOCK);
+        atomic_uint_fast64_t n = 0;
+        uint64_t tasks = scaled(2000);
+        for (uint64_t i = 0; i < tasks; i++) CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+        pauser_t p = {pool, 0, 0};
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, pause_repeatedly, &p) == 0);
+        sleep_ms(1);
+        CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+        atomic_store(&p.stop, 1);
+        pthread_join(t, NULL);
+        CHECK_EQ(atomic_load(&n), tasks);
+        flock_pool_free(pool);
+    }
+}
+
+/* ---- batches ---------------------------------------------------------------------------- */
+
+typedef struct {
+    flock_pool_t *pool;
+    uint32_t lane;
+    slot_t *slots;
+    size_t n;
+    size_t accepted;
+    flock_status_t status;
+} batcher_t;
+
+static void batch_inside(void *arg) {
+    batcher_t *b = arg;
+    void *args[100];
+    for (size_t i = 0; i < b->n; i++) args[i] = &b->slots[i];
+    b->status = flock_submit_batch(b->pool, b->lane, slot_run, args, b->n, &b->accepted);
+}
+
+static void test_submit_batch(void) {
+    flock_lane_t lanes[2] = {{"fg", 2}, {"bg", 1}};
+    flock_pool_t *pool = new_lane_pool(2, lanes, 2);
+    enum { N = 1000 };
+    static slot_t slots[N];
+    static void *args[N];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < N; i++) args[i] = &slots[i];
+    size_t accepted = 0;
+    CHECK_STATUS(flock_submit_batch(pool, 1, slot_run, args, N, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, N);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    for (int i = 0; i < N; i++) CHECK_EQ(atomic_load(&slots[i].ran), 1);
+    flock_lane_stats_t l;
+    CHECK_STATUS(flock_lane_stats(pool, 1, &l), FLOCK_OK);
+    CHECK_EQ(l.submitted, N);
+    CHECK_EQ(l.executed, N);
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_OK);
+    CHECK_EQ(l.submitted, 0);
+
+    /* From inside a task: all go to the worker's own queue, in the lane asked for. */
+    static slot_t inner[100];
+    memset(inner, 0, sizeof inner);
+    batcher_t b = {pool, 0, inner, 100, 0, FLOCK_ERR_PANIC};
+    CHECK_STATUS(flock_submit_lane(pool, 1, batch_inside, &b), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(b.status, FLOCK_OK);
+    CHECK_EQ(b.accepted, 100);
+    for (int i = 0; i < 100; i++) CHECK_EQ(atomic_load(&inner[i].ran), 1);
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_OK);
+    CHECK_EQ(l.submitted, 100);
+    CHECK_EQ(l.executed, 100);
+
+    /* After shutdown: nothing accepted, nothing run. */
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    memset(slots, 0, sizeof slots);
+    accepted = 77;
+    CHECK_STATUS(flock_submit_batch(pool, 0, slot_run, args, 10, &accepted), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(accepted, 0);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.rejected_shutdown, 10);
+    flock_pool_free(pool);
+    for (int i = 0; i < 10; i++) CHECK_EQ(atomic_load(&slots[i].ran) + atomic_load(&slots[i].dropped), 0);
+}
+
+static void test_submit_batch_partly_refused(void) {
+    /* Capacity 4, REJECT, the one worker held by a gate: a batch of 10 gets 4 in. */
+    flock_pool_t *pool = new_pool(1, 4, FLOCK_WHEN_FULL_REJECT);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    slot_t slots[10];
+    void *args[10];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < 10; i++) args[i] = &slots[i];
+    size_t accepted = 77;
+    CHECK_STATUS(flock_submit_batch(pool, 0, slot_run, args, 10, &accepted), FLOCK_ERR_FULL);
+    CHECK_EQ(accepted, 4);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), i < 4 ? 1 : 0);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 0);
+    }
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.submitted, 5);
+    CHECK_EQ(s.completed, 5);
+    CHECK_EQ(s.rejected_full, 6);
+    flock_pool_free(pool);
+}
+
 /* ---- failures and panics ------------------------------------------------------------- */
 
 static void failing_task(void *arg) {
@@ -661,6 +1294,39 @@ static void test_forced_panic_comes_back_as_status(void) {
     flock_test_panic_next_call();
     flock_config_init(NULL); /* void: just returns */
 
+    /* The new calls too: nothing changed, nothing written. */
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_lane(pool, 0, count_task, &n), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, count_task, &n, NULL), FLOCK_ERR_PANIC);
+    void *args[1] = {&n};
+    size_t accepted = 77;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_batch(pool, 0, count_task, args, 1, &accepted), FLOCK_ERR_PANIC);
+    CHECK_EQ(accepted, 77);
+    uint32_t lane = 77;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_lane_index(pool, "default", &lane), FLOCK_ERR_PANIC);
+    CHECK_EQ(lane, 77);
+    flock_lane_stats_t l, lpattern;
+    memset(&l, 0xEE, sizeof l);
+    memcpy(&lpattern, &l, sizeof l);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_ERR_PANIC);
+    CHECK(memcmp(&l, &lpattern, sizeof l) == 0);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_resize(pool, 2), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_pause(pool), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_resume(pool), FLOCK_ERR_PANIC);
+    bool paused = true;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_ERR_PANIC);
+    CHECK(paused);
+    CHECK_STATUS(flock_is_paused(pool, &paused), FLOCK_OK);
+    CHECK(!paused); /* the forced flock_pause did not pause */
+
     /* The process lives, the pool is intact, nothing ran, and the hook is disarmed. */
     CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
     CHECK_STATUS(flock_wait(pool), FLOCK_OK);
@@ -668,6 +1334,7 @@ static void test_forced_panic_comes_back_as_status(void) {
     CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
     CHECK_EQ(s.submitted, 1);
     CHECK_EQ(s.completed, 1);
+    CHECK_EQ(s.workers, 1); /* the forced flock_resize did not resize */
     flock_pool_free(pool);
 }
 
@@ -702,6 +1369,16 @@ int main(void) {
     RUN(test_free_inside_own_task);
     RUN(test_worker_stats_and_current_worker);
     RUN(test_latency);
+    RUN(test_lane_submit_and_stats);
+    RUN(test_unknown_lane);
+    RUN(test_lane_config_invalid);
+    RUN(test_resize_under_concurrent_submits);
+    RUN(test_resize_errors);
+    RUN(test_pause_wait_resume);
+    RUN(test_shutdown_of_a_paused_pool);
+    RUN(test_pause_racing_shutdown);
+    RUN(test_submit_batch);
+    RUN(test_submit_batch_partly_refused);
     RUN(test_task_fail_counts_as_panicked);
     RUN(test_forced_panic_comes_back_as_status);
 

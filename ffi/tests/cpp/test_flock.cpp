@@ -183,6 +183,163 @@ static void test_move_only_ownership() {
     CHECK_EQ(flock::current_worker(), -1);
 }
 
+static_assert(std::is_nothrow_copy_constructible_v<flock::config>, "a config copies without throwing");
+
+static void test_config_lanes_survive_copies() {
+    flock::config cfg;
+    {
+        std::string name = "interactive";  // the config keeps its own copy
+        cfg.workers(2).max_workers(4).lanes({{name, 8}, {"batch", 1}});
+        name = "changed";
+    }
+    flock::config copy = cfg;
+    flock::config moved(std::move(cfg));  // a moved-from config keeps its lanes too
+    CHECK_EQ(copy.flock_config_t::lane_count, 2);
+    CHECK_EQ(moved.flock_config_t::max_workers, 4);
+    CHECK(copy.flock_config_t::lanes == moved.flock_config_t::lanes);
+    CHECK(cfg.flock_config_t::lanes == moved.flock_config_t::lanes);
+    flock::pool pool(copy);
+    CHECK_EQ(pool.lane("interactive"), 0);
+    CHECK_EQ(pool.lane("batch"), 1);
+    auto s = pool.stats();
+    CHECK_EQ(s.lane_count, 2);
+    CHECK_EQ(s.max_workers, 4);
+
+    flock::config none = flock::config().lanes({{"x", 1}}).lanes({});  // back to the default
+    CHECK(none.flock_config_t::lanes == nullptr);
+    CHECK_EQ(none.flock_config_t::lane_count, 0);
+
+    bool threw = false;
+    try {
+        flock::pool bad(flock::config().lanes({{"a", 1}, {"a", 2}}));
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_INVALID_CONFIG;
+    }
+    CHECK(threw);
+}
+
+static void test_submit_to_lanes() {
+    flock::pool pool(flock::config().workers(2).lanes({{"fg", 4}, {"bg", 1}}));
+    const uint32_t bg = pool.lane("bg");
+    std::atomic<int> fg_runs{0}, bg_runs{0};
+    auto token = std::make_shared<int>(0);
+    for (int i = 0; i < 100; i++) {
+        pool.submit_to(0, [&fg_runs] { fg_runs++; });                  // inline path
+        pool.submit_to(bg, [&bg_runs, token] { bg_runs += *token + 1; });  // heap path
+    }
+    pool.submit_to(bg, [&pool, &bg_runs] {
+        pool.submit([&bg_runs] { bg_runs++; });  // inherits "bg"
+    });
+    pool.submit_to(bg, [] { throw std::runtime_error("counted as failed"); });
+    pool.wait();
+    CHECK_EQ(fg_runs.load(), 100);
+    CHECK_EQ(bg_runs.load(), 101);
+    CHECK_EQ(token.use_count(), 1);
+    auto fg = pool.lane_stats(0);
+    CHECK(std::string(fg.name) == "fg");
+    CHECK_EQ(fg.weight, 4);
+    CHECK_EQ(fg.submitted, 100);
+    CHECK_EQ(fg.executed, 100);
+    auto b = pool.lane_stats(bg);
+    CHECK(std::string(b.name) == "bg");
+    CHECK_EQ(b.submitted, 103);
+    CHECK_EQ(b.executed, 103);
+    CHECK(b.has_busy);
+    CHECK_EQ(pool.stats().panicked, 1);
+
+    // Unknown lanes: refused, the callable destroyed unrun.
+    std::atomic<int> ran{0};
+    CHECK_EQ(pool.try_submit_to(2, [&ran, token] { ran++; }), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_EQ(token.use_count(), 1);
+    bool threw = false;
+    try {
+        pool.submit_to(7, [&ran] { ran++; });
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_UNKNOWN_LANE;
+    }
+    CHECK(threw);
+    threw = false;
+    try {
+        pool.lane("nope");
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_UNKNOWN_LANE;
+    }
+    CHECK(threw);
+    threw = false;
+    try {
+        pool.lane_stats(2);
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_UNKNOWN_LANE;
+    }
+    CHECK(threw);
+    pool.wait();
+    CHECK_EQ(ran.load(), 0);
+}
+
+static void test_resize_pause_resume() {
+    flock::pool pool(flock::config().workers(2).max_workers(6));
+    std::atomic<uint64_t> n{0};
+    std::atomic<bool> stop{false};
+    std::thread submitter([&] {
+        while (!stop) pool.submit([&n] { n++; });
+    });
+    for (uint32_t w : {6u, 1u, 4u, 2u, 6u, 3u}) {
+        pool.resize(w);
+        CHECK_EQ(pool.workers(), w);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    stop = true;
+    submitter.join();
+    pool.wait();
+    auto s = pool.stats();
+    CHECK_EQ(n.load(), s.submitted);
+    CHECK_EQ(s.completed, s.submitted);
+
+    bool threw = false;
+    try {
+        pool.resize(7);
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_INVALID_ARGUMENT;
+    }
+    CHECK(threw);
+
+    CHECK(!pool.is_paused());
+    pool.pause();
+    CHECK(pool.is_paused());
+    // Let every worker go to sleep, so that no spinning worker picks up the next task.
+    for (int tries = 0; tries < 5000; tries++) {
+        bool all_parked = true;
+        for (uint32_t i = 0; i < pool.workers(); i++)
+            all_parked = all_parked && pool.worker_stats(i).state == FLOCK_WORKER_PARKED;
+        if (all_parked) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const uint64_t before = n.load();
+    for (int i = 0; i < 10; i++) pool.submit([&n] { n++; });
+    threw = false;
+    try {
+        pool.wait();
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_PAUSED;
+    }
+    CHECK(threw);
+    CHECK_EQ(n.load(), before);
+    CHECK(!pool.wait_for(std::chrono::milliseconds(5)));
+    pool.resume();
+    pool.wait();
+    CHECK_EQ(n.load(), before + 10);
+    CHECK(!pool.is_paused());
+
+    pool.shutdown();
+    threw = false;
+    try {
+        pool.pause();
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_SHUTDOWN;
+    }
+    CHECK(threw);
+}
+
 int main() {
     if (const char* env = std::getenv("FLOCK_TEST_SCALE"); env && std::atoi(env) > 0)
         scale = static_cast<uint64_t>(std::atoi(env));
@@ -202,6 +359,9 @@ int main() {
     RUN(test_errors_throw);
     RUN(test_shutdown_now_destroys_unrun_callables);
     RUN(test_move_only_ownership);
+    RUN(test_config_lanes_survive_copies);
+    RUN(test_submit_to_lanes);
+    RUN(test_resize_pause_resume);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
