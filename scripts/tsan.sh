@@ -23,9 +23,10 @@ export FLOCK_NO_RSS_BOUND=1
 export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 log=$(mktemp)
-echo "== tsan: stress, shutdown races, wait loops ($target)"
+echo "== tsan: stress, shutdown races, wait loops, resize, pause, batches ($target)"
 if ! cargo +nightly test -Zbuild-std --target "$target" -p flock \
-    --test stress --test shutdown --test submit_wait --test scope_join >"$log" 2>&1; then
+    --test stress --test shutdown --test submit_wait --test scope_join \
+    --test resize --test pause --test batch >"$log" 2>&1; then
     grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "tsan: FAILED" >&2
     exit 1
