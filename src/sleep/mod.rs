@@ -1,7 +1,7 @@
 //! Idle workers: searching, parking and waking. The protocol, with the argument for why no
 //! wake-up is lost, is in `README.md` beside this file; the two change together.
 
-use crate::sync::{fence, AtomicU64, Condvar, Mutex, Ordering};
+use crate::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 
 const SEARCHING_ONE: u64 = 1;
@@ -141,9 +141,15 @@ impl Sleep {
     /// the promise of `wake_one`; with searchers, their chain covers what it leaves.
     #[cold]
     fn wake_n(&self, n: usize) {
-        let mut sleepers = self.sleepers.lock();
+        let sleepers = self.sleepers.lock();
         let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
         let take = n.saturating_sub(searchers).min(sleepers.len());
+        self.wake_listed(sleepers, take);
+    }
+
+    /// Wakes the last `take` listed sleepers: one RMW counts them all as searchers (so
+    /// concurrent submitters skip waking), then, the lock released, each is unparked.
+    fn wake_listed(&self, mut sleepers: MutexGuard<'_, Vec<usize>>, take: usize) {
         if take == 0 {
             return;
         }
@@ -189,22 +195,12 @@ impl Sleep {
         true
     }
 
-    /// Wakes every parked worker (shutdown, exit).
+    /// Wakes every parked worker (shutdown, exit, resume, resize).
     #[cold]
     pub(crate) fn wake_all(&self) {
-        let mut sleepers = self.sleepers.lock();
-        let woken: Vec<usize> = sleepers.drain(..).collect();
-        let n = woken.len() as u64;
-        if n > 0 {
-            self.state.fetch_add(
-                (SEARCHING_ONE * n).wrapping_sub(SLEEPING_ONE * n),
-                Ordering::SeqCst,
-            );
-        }
-        drop(sleepers);
-        for index in woken {
-            self.parkers[index].unpark();
-        }
+        let sleepers = self.sleepers.lock();
+        let all = sleepers.len();
+        self.wake_listed(sleepers, all);
     }
 
     #[cfg(all(test, not(flock_loom)))]
