@@ -170,7 +170,7 @@ impl WorkerThread {
                     searching = false;
                     self.stop_searching();
                 }
-                self.execute(job, lane);
+                self.execute_unless_paused(job, lane);
                 continue;
             }
             self.go_idle();
@@ -194,7 +194,7 @@ impl WorkerThread {
                     if let Some((job, lane)) = self.find_work() {
                         searching = false;
                         self.stop_searching();
-                        self.execute(job, lane);
+                        self.execute_unless_paused(job, lane);
                         continue 'outer;
                     }
                 }
@@ -204,6 +204,20 @@ impl WorkerThread {
                 Parked::Exit => return Exit::Shutdown,
             }
         }
+    }
+
+    /// Runs a job just taken, unless it was submitted from outside (`INJECTED`) and the pool
+    /// was paused meanwhile: then it goes back on our deque (where `resume` finds it) and the
+    /// loop's top parks us. This re-read is what makes "no task submitted from outside after
+    /// `pause()` returned starts": taking such a task synchronises with its push, which
+    /// follows the pause's store, so this load sees `PAUSED`. Jobs spawned by running tasks
+    /// still run (a `join` or `scope` may be waiting for them, as in `wait_until`).
+    fn execute_unless_paused(&self, job: Job, lane: usize) {
+        if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
+            self.locals[lane].push(job);
+            return;
+        }
+        self.execute(job, lane);
     }
 
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the
