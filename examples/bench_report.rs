@@ -16,9 +16,15 @@
 //! without `--latency`) and built with `--no-default-features`. The variants alternate, one
 //! subprocess at a time. Needs `cargo` and `cc` on the PATH; where a build fails, those rows
 //! are left out and the reason is printed.
+//!
+//! Workloads 11 to 13 (`bulk-1Mt`, `lanes-split`, `lanes-p99`) compare flock with itself in the
+//! same run: `submit_batch` against per-task `submit` on one pool, and the lanes of one pool
+//! against each other or against an idle pool. Their lane rows are not bars in the chart (no
+//! peer, no `flock` row to be relative to) but two lines of text under it.
 #[path = "../benches/common/mod.rs"]
 mod common;
 
+use common::lanes;
 use common::peers::{retire, Flock, Kind, Rayon};
 use common::workloads::*;
 use std::fmt::Write as _;
@@ -35,6 +41,9 @@ enum Unit {
     Time,
     /// Milliseconds of CPU per second; lower is better.
     CpuMsPerS,
+    /// A quotient of two counts (`lanes-split`); neither way is better, the target says
+    /// which value is right.
+    Ratio,
 }
 
 /// A target and whether this run met it.
@@ -99,6 +108,7 @@ fn flock_advantage(flock: f64, row: f64, unit: Unit) -> Option<f64> {
     let r = match unit {
         Unit::PerSec => flock / row,
         Unit::Time | Unit::CpuMsPerS => row / flock,
+        Unit::Ratio => return None,
     };
     r.is_finite().then_some(r)
 }
@@ -110,6 +120,7 @@ fn fmt_value(v: f64, unit: Unit) -> String {
         Unit::Time if v >= 1e-3 => format!("{:.2} ms", v * 1e3),
         Unit::Time => format!("{:.1} µs", v * 1e6),
         Unit::CpuMsPerS => format!("{v:.4} ms/s"),
+        Unit::Ratio => format!("{v:.2} : 1"),
     }
 }
 
@@ -121,6 +132,7 @@ fn fmt_range(row: &Row) -> String {
         Unit::Time if hi >= 1e-3 => format!("{:.2}–{:.2} ms", lo * 1e3, hi * 1e3),
         Unit::Time => format!("{:.1}–{:.1} µs", lo * 1e6, hi * 1e6),
         Unit::CpuMsPerS => format!("{lo:.4}–{hi:.4}"),
+        Unit::Ratio => format!("{lo:.2}–{hi:.2}"),
     }
 }
 
@@ -370,6 +382,171 @@ fn idle_rows() -> Vec<Row> {
     let flock = find_mut(&mut rows, "flock");
     let got = flock.median();
     flock.verdict = verdict(got <= 0.05, format!("≤0.05 ms/s: {got:.4}"));
+    rows
+}
+
+// ----- workloads 11 to 13: bulk submit and lanes ---------------------------------------
+
+/// `bulk-1Mt` (workload 11): 1,000,000 near-empty tasks through `Pool::submit` one by one
+/// (`flock`) and through one `Pool::submit_batch` (`flock-batch`), on the same pool
+/// (defaults), alternating run by run (the order swapped each round) after one unmeasured
+/// run of each. The verdict is on the median of the paired ratios (batch ÷ per-task in the
+/// same round). rayon's `spawn` loop (the 1u-1Mt body) is measured after, as a reference.
+fn bulk_rows() -> Vec<Row> {
+    let rounds = 7;
+    let n = BULK_TASKS as f64;
+    let (mut each, mut batch, mut paired) = (Vec::new(), Vec::new(), Vec::new());
+    let ((), others) = with_others(|| {
+        let f = Flock::new();
+        bulk_submit_each(&f.pool, BULK_TASKS);
+        bulk_submit_batch(&f.pool, BULK_TASKS);
+        for round in 0..rounds {
+            let (e, b) = if round % 2 == 0 {
+                let e = bulk_submit_each(&f.pool, BULK_TASKS);
+                (e, bulk_submit_batch(&f.pool, BULK_TASKS))
+            } else {
+                let b = bulk_submit_batch(&f.pool, BULK_TASKS);
+                (bulk_submit_each(&f.pool, BULK_TASKS), b)
+            };
+            each.push(n / secs(e));
+            batch.push(n / secs(b));
+            paired.push(secs(e) / secs(b));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let mut rows = vec![
+        Row::new("bulk-1Mt", "flock", Unit::PerSec, each),
+        Row::new("bulk-1Mt", "flock-batch", Unit::PerSec, batch),
+    ];
+    rows.extend(per_pool("bulk-1Mt", &[Kind::Rayon], Unit::PerSec, 3, |p| {
+        n / secs(p.one_submitter(BULK_TASKS))
+    }));
+    rows[0].note = format!("Pool::submit per task (defaults); others kept {others:.2} CPUs busy");
+    rows[1].note = format!(
+        "one Pool::submit_batch, same pool; ÷ flock: {}",
+        paired_note(&paired)
+    );
+    rows[2].note = "ThreadPool::spawn loop (reference)".into();
+    let got = median(&paired);
+    rows[1].verdict = verdict(got >= 2.0, format!("≥2× flock (submit): {got:.2}×"));
+    rows
+}
+
+/// `lanes-split` (workload 12): both lanes saturated with equal 30 µs tasks; the executed
+/// ratio interactive : batch over a 1 s window, per run (a fresh pool each). Target: within
+/// 10% of the weights' 8 : 1.
+fn lanes_split_rows() -> Vec<Row> {
+    let (runs, others) = with_others(|| {
+        (0..3)
+            .map(|_| lanes::lanes_split(lanes::SPLIT_TASK_US, lanes::SPLIT_WINDOW))
+            .collect::<Vec<lanes::Split>>()
+    });
+    let mut row = Row::new(
+        "lanes-split",
+        "flock",
+        Unit::Ratio,
+        runs.iter().map(lanes::Split::ratio).collect(),
+    );
+    let per_s = |f: fn(&lanes::Split) -> u64| {
+        median(
+            &runs
+                .iter()
+                .map(|r| f(r) as f64 / secs(r.window))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let counts = |f: fn(&lanes::Split) -> u64| {
+        runs.iter()
+            .map(|r| f(r).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    row.note = format!(
+        "executed in {:.0} s per run, interactive {} ({}), batch {} ({}); {} µs tasks; \
+         others kept {others:.2} CPUs busy",
+        secs(lanes::SPLIT_WINDOW),
+        counts(|r| r.interactive),
+        fmt_value(per_s(|r| r.interactive), Unit::PerSec),
+        counts(|r| r.batch),
+        fmt_value(per_s(|r| r.batch), Unit::PerSec),
+        lanes::SPLIT_TASK_US,
+    );
+    let got = row.median();
+    let off = (got - lanes::SPLIT_TARGET).abs() / lanes::SPLIT_TARGET;
+    row.verdict = verdict(
+        off <= 0.10,
+        format!(
+            "8 : 1 ±10%: {got:.2} : 1 ({:+.1}%)",
+            (got / 8.0 - 1.0) * 100.0
+        ),
+    );
+    eprintln!(
+        "  lanes-split  flock                {}",
+        fmt_value(got, Unit::Ratio)
+    );
+    vec![row]
+}
+
+/// `lanes-p99` (workload 13): p99 queue wait of interactive tasks submitted one per ms
+/// (300 per run), on an idle pool and while the batch lane is saturated with 50 µs tasks;
+/// 5 runs of each, alternating, a fresh pool each. The rows' runs are per-run p99s; the
+/// verdict is on the ratio of their medians. Target: saturated ≤ 2× idle.
+fn lanes_p99_rows() -> Vec<Row> {
+    let runs = 5;
+    let ((idle, busy), others) = with_others(|| {
+        let (mut idle, mut busy) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            idle.push(lanes::lanes_trickle(
+                false,
+                lanes::P99_SAMPLES,
+                lanes::P99_INTERVAL,
+            ));
+            busy.push(lanes::lanes_trickle(
+                true,
+                lanes::P99_SAMPLES,
+                lanes::P99_INTERVAL,
+            ));
+        }
+        (idle, busy)
+    });
+    let p99s = |v: &[lanes::Trickle]| v.iter().map(|t| secs(lanes::p99(&t.waits))).collect();
+    let pooled = |v: &[lanes::Trickle], f: fn(&lanes::Trickle) -> &Vec<Duration>| {
+        let mut all: Vec<Duration> = v.iter().flat_map(|t| f(t).iter().copied()).collect();
+        let p50 = common::quantile(&mut all, 0.5);
+        let p99 = common::quantile(&mut all, 0.99);
+        (
+            fmt_value(secs(p50), Unit::Time),
+            fmt_value(secs(p99), Unit::Time),
+            all.len(),
+        )
+    };
+    let mut rows = vec![
+        Row::new("lanes-p99", "flock-idle", Unit::Time, p99s(&idle)),
+        Row::new("lanes-p99", "flock-saturated", Unit::Time, p99s(&busy)),
+    ];
+    let (p50, p99, k) = pooled(&idle, |t| &t.waits);
+    let own = median(&idle.iter().map(|t| secs(t.pool_p99)).collect::<Vec<_>>());
+    rows[0].note = format!(
+        "p99 per run shown; all {k}: p50 {p50}, p99 {p99}; Stats::queue_wait p99 {}; \
+         others kept {others:.2} CPUs busy",
+        fmt_value(own, Unit::Time)
+    );
+    let (p50, p99, _) = pooled(&busy, |t| &t.waits);
+    let (_, free99, _) = pooled(&busy, |t| &t.first_free);
+    rows[1].note = format!(
+        "batch lane busy with {} µs tasks; all {k}: p50 {p50}, p99 {p99}; \
+         submit → first batch task end p99 {free99} (the floor without preemption)",
+        lanes::P99_BATCH_US
+    );
+    let got = rows[1].median() / rows[0].median();
+    rows[1].verdict = verdict(got <= 2.0, format!("≤2× idle p99: {got:.2}×"));
+    for row in &rows {
+        eprintln!(
+            "  lanes-p99    {:<20} {}",
+            row.pool,
+            fmt_value(row.median(), Unit::Time)
+        );
+    }
     rows
 }
 
@@ -861,6 +1038,7 @@ fn color(pool: &str) -> &'static str {
         "flock" => "#d9480f",
         "flock-unbounded" => "#fab005",
         "flock-submit" => "#ff8787",
+        "flock-batch" => "#b35806",
         "flock-c" => "#e8590c",
         "flock-latency" => "#ffa94d",
         "flock-no-metrics" => "#a61e4d",
@@ -883,12 +1061,51 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The chart's lines on the lane workloads (no peers, so no bars): each figure and its target.
+fn lanes_text(rows: &[&Row]) -> Vec<String> {
+    let met = |r: &Row| match &r.verdict {
+        Some(v) if v.pass => "met",
+        Some(_) => "missed",
+        None => "none",
+    };
+    let get = |workload: &str, pool: &str| {
+        rows.iter()
+            .find(|r| r.workload == workload && r.pool == pool)
+    };
+    let mut out = Vec::new();
+    if let Some(r) = get("lanes-split", "flock") {
+        out.push(format!(
+            "lanes-split: executed interactive : batch {} with both saturated (target 8 : 1 ±10%, {}).",
+            fmt_value(r.median(), r.unit),
+            met(r)
+        ));
+    }
+    if let (Some(idle), Some(busy)) = (
+        get("lanes-p99", "flock-idle"),
+        get("lanes-p99", "flock-saturated"),
+    ) {
+        out.push(format!(
+            "lanes-p99: interactive p99 queue wait {} on an idle pool, {} with the batch lane saturated (target ≤ 2×, {}).",
+            fmt_value(idle.median(), idle.unit),
+            fmt_value(busy.median(), busy.unit),
+            met(busy)
+        ));
+    }
+    out
+}
+
 /// Grouped bars, one group per workload, each bar the row's performance relative to flock's
 /// (flock = 1.0, higher is better, log scale); below it, idle CPU in absolute terms.
 fn svg(rows: &[Row], m: &Machine) -> String {
     let (w, left, right) = (1200.0_f64, 80.0_f64, 1180.0_f64);
     let (top, bottom) = (105.0_f64, 480.0_f64);
-    let relative: Vec<&Row> = rows.iter().filter(|r| r.unit != Unit::CpuMsPerS).collect();
+    // Workloads with a `flock` row to compare with; the lane workloads (no peers, no `flock`
+    // row in lanes-p99, a ratio of counts in lanes-split) go in a line of text below.
+    let relative: Vec<&Row> = rows
+        .iter()
+        .filter(|r| matches!(r.unit, Unit::PerSec | Unit::Time))
+        .filter(|r| flock_baseline(rows, r.workload).is_some())
+        .collect();
     let rel = |r: &Row| {
         flock_baseline(rows, r.workload)
             .and_then(|f| flock_advantage(f, r.median(), r.unit))
@@ -912,8 +1129,12 @@ fn svg(rows: &[Row], m: &Machine) -> String {
     let y_of = |v: f64| bottom - (v.log10() - lo) / (hi - lo) * (bottom - top);
 
     let idle: Vec<&Row> = rows.iter().filter(|r| r.unit == Unit::CpuMsPerS).collect();
+    let lane_rows: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.workload.starts_with("lanes-"))
+        .collect();
     let mut pools: Vec<&str> = Vec::new();
-    for r in rows {
+    for r in relative.iter().chain(&idle) {
         if !pools.contains(&r.pool.as_str()) {
             pools.push(&r.pool);
         }
@@ -921,7 +1142,8 @@ fn svg(rows: &[Row], m: &Machine) -> String {
     let legend_rows = pools.len().div_ceil(6);
     let legend_top = bottom + 70.0;
     let idle_top = legend_top + legend_rows as f64 * 24.0 + 40.0;
-    let h = idle_top + 30.0 + idle.len() as f64 * 26.0 + 40.0;
+    let lanes_top = idle_top + 30.0 + idle.len() as f64 * 26.0 + 30.0;
+    let h = lanes_top + if lane_rows.is_empty() { 10.0 } else { 50.0 };
 
     let mut s = String::new();
     let _ = writeln!(
@@ -1092,6 +1314,15 @@ fn svg(rows: &[Row], m: &Machine) -> String {
         tx + 4.0,
         idle_top + 34.0 + idle.len() as f64 * 26.0
     );
+    // Lanes: flock against itself, as text.
+    for (i, line) in lanes_text(&lane_rows).iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{left}" y="{:.1}" font-size="14">{}</text>"#,
+            lanes_top + i as f64 * 20.0,
+            esc(line)
+        );
+    }
     s.push_str("</svg>\n");
     s
 }
@@ -1128,6 +1359,9 @@ fn main() {
             }
         }
     }
+    rows.extend(bulk_rows());
+    rows.extend(lanes_split_rows());
+    rows.extend(lanes_p99_rows());
     let took = start.elapsed();
     let ticks_after = busy_ticks();
     let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);

@@ -1,6 +1,7 @@
 //! Shared by every bench in `benches/` and by `examples/bench_report.rs`: the pools under test
-//! behind one trait ([`peers`]), the workload bodies ([`workloads`]), and the small tools they
-//! need (a countdown latch, a calibrated spin, CPU-time readings).
+//! behind one trait ([`peers`]), the workload bodies ([`workloads`]; flock's lane workloads,
+//! which have no peers, in [`lanes`]), and the small tools they need (a countdown latch, a
+//! calibrated spin, CPU-time readings).
 //!
 //! Every pool gets the same worker count ([`workers`]) and the same task bodies. flock waits
 //! with `Pool::wait()`; a pool with no "wait for all" has its tasks count down one shared
@@ -8,6 +9,7 @@
 //! condvar), which the measuring thread waits on.
 #![allow(dead_code)]
 
+pub mod lanes;
 pub mod peers;
 pub mod workloads;
 

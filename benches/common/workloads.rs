@@ -23,6 +23,7 @@ pub const BURST_IDLE: Duration = Duration::from_millis(1);
 pub const WAKE_IDLE: Duration = Duration::from_millis(5);
 pub const IDLE_WARM_TASKS: usize = 100_000;
 pub const IDLE_WINDOW: Duration = Duration::from_secs(1);
+pub const BULK_TASKS: usize = 1_000_000;
 
 /// What a run's tasks share: the hit counter every task body bumps, and the CountDown of
 /// pools that cannot wait for all.
@@ -75,6 +76,46 @@ pub fn one_submitter<R: Runner>(pool: &R, tasks: usize) -> Duration {
         pool.execute(move || s.hit::<R>());
     }
     shared.wait(pool);
+    let took = start.elapsed();
+    shared.assert_hits(tasks);
+    took
+}
+
+/// `bulk-1Mt`'s task: the 1u-1Mt body (a relaxed hit on a counter held through an `Arc`),
+/// made the same way for both ways of submitting it.
+fn bulk_task(shared: &Arc<Shared>) -> impl FnOnce() + Send + 'static {
+    let s = shared.clone();
+    move || s.hit::<super::peers::Flock>()
+}
+
+/// `bulk-1Mt`, one at a time: one outside thread submits `tasks` near-empty tasks with
+/// `Pool::submit`, then waits for all with `Pool::wait` (flock's 1u-1Mt, on a given pool).
+pub fn bulk_submit_each(pool: &flock::Pool, tasks: usize) -> Duration {
+    let shared = Shared::new(tasks);
+    let start = Instant::now();
+    for _ in 0..tasks {
+        if pool.submit(bulk_task(&shared)).is_err() {
+            panic!("flock refused a task");
+        }
+    }
+    pool.wait().expect("flock wait");
+    let took = start.elapsed();
+    shared.assert_hits(tasks);
+    took
+}
+
+/// `bulk-1Mt`, as one batch: the same `tasks` tasks, made lazily by an iterator handed to
+/// `Pool::submit_batch` in one call, then `Pool::wait`.
+pub fn bulk_submit_batch(pool: &flock::Pool, tasks: usize) -> Duration {
+    let shared = Shared::new(tasks);
+    let start = Instant::now();
+    let accepted = pool.submit_batch((0..tasks).map(|_| bulk_task(&shared)));
+    assert_eq!(
+        accepted.ok(),
+        Some(tasks),
+        "flock refused part of the batch"
+    );
+    pool.wait().expect("flock wait");
     let took = start.elapsed();
     shared.assert_hits(tasks);
     took
