@@ -403,6 +403,10 @@ fn allowed_cpus() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri does not pin threads; the test reads the OS's affinity"
+)]
 fn grown_workers_are_pinned_like_the_first() {
     watchdog(60, "pinning after grow", || {
         let cores: Vec<usize> = core_affinity::get_core_ids()
