@@ -64,12 +64,12 @@ pub unsafe extern "C" fn flock_pause(pool: *mut flock_pool_t) -> flock_status_t 
             Ok(pool) => pool,
             Err(status) => return status,
         };
-        // Held across the check and the pause (see `flock_pool::closing`).
-        let closing = pool.closing();
-        if *closing || pool.inner.is_shutdown() {
+        // The core ignores a pause once its shutdown began (it would hold the drain), and
+        // a shutdown clears a pause that came first; either way the pool drains.
+        pool.inner.pause();
+        if pool.inner.is_shutdown() {
             return flock_status_t::FLOCK_ERR_SHUTDOWN;
         }
-        pool.inner.pause();
         flock_status_t::FLOCK_OK
     }
 }

@@ -5,7 +5,6 @@ use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// A pool of worker threads. Opaque: create it with flock_pool_new, free it with
@@ -14,12 +13,6 @@ pub struct flock_pool {
     pub(crate) inner: flock_core::Pool,
     /// Tells this pool's workers apart from other pools' (see [`WORKER_OF`]).
     id: u64,
-    /// Set, under the lock, by `flock_shutdown` before it shuts the core pool down; read,
-    /// under the lock, by `flock_pause` before it pauses. The core's shutdown resumes a paused
-    /// pool so that its queue drains, but a pause landing after that would park the workers
-    /// with tasks queued and hold the shutdown (or `flock_pool_free`) forever. With the lock,
-    /// a pause either comes first (and the shutdown clears it) or sees the flag and refuses.
-    closing: Mutex<bool>,
 }
 
 /// See `struct flock_pool`.
@@ -57,12 +50,6 @@ std::thread_local! {
 impl flock_pool {
     fn is_own_worker(&self) -> bool {
         WORKER_OF.with(Cell::get) == self.id
-    }
-
-    /// The `closing` flag, locked. Nothing panics while holding it, but a poisoned lock
-    /// still guards a valid `bool`.
-    pub(crate) fn closing(&self) -> MutexGuard<'_, bool> {
-        self.closing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -114,8 +101,7 @@ pub unsafe extern "C" fn flock_pool_new(
         let builder = builder.on_worker_start(move |_| WORKER_OF.with(|w| w.set(id)));
         match builder.build() {
             Ok(inner) => {
-                let closing = Mutex::new(false);
-                let pool = Box::into_raw(Box::new(flock_pool { inner, id, closing }));
+                let pool = Box::into_raw(Box::new(flock_pool { inner, id }));
                 // SAFETY: `out` is not NULL (checked above) and writable per the contract.
                 unsafe { out.write(pool) };
                 flock_status_t::FLOCK_OK
@@ -250,11 +236,8 @@ pub unsafe extern "C" fn flock_shutdown(
             _ => return flock_status_t::FLOCK_ERR_INVALID_ARGUMENT,
         };
         if pool.is_own_worker() {
-            // Checked before `closing` is set: nothing changes.
             return flock_status_t::FLOCK_ERR_WOULD_DEADLOCK;
         }
-        // From here on flock_pause refuses (see `flock_pool::closing`).
-        *pool.closing() = true;
         let result = if now {
             pool.inner.shutdown_now().map(drop)
         } else {
