@@ -43,6 +43,9 @@ pub(crate) const DISCARDABLE: u8 = 4;
 pub(crate) const STACK: u8 = 8;
 /// The job went through the injector (counted once, when a worker takes it up).
 pub(crate) const INJECTED: u8 = 16;
+/// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up moves
+/// the jobs into its own deque instead of running it (see `WorkerThread::execute`).
+pub(crate) const BUNDLE: u8 = 32;
 
 pub(crate) struct Job {
     call: CallFn,
@@ -112,6 +115,32 @@ impl Job {
         }
     }
 
+    /// One queue entry holding `jobs` (at least one), flagged `BUNDLE | INJECTED`: a batch
+    /// from outside goes through the shared queue as one push instead of one per task. The
+    /// jobs keep their own flags; the bundle has no `COUNTED` or `RESERVED` of its own.
+    pub(crate) fn bundle(jobs: Vec<Job>) -> Job {
+        debug_assert!(!jobs.is_empty());
+        let mut payload = Payload::uninit();
+        // SAFETY: a `Vec` is three words, pointer-aligned: it fits the payload (checked at
+        // compile time below). Read back once, by `call_bundle` or `into_bundle`.
+        unsafe { ptr::write(payload.as_mut_ptr().cast::<Vec<Job>>(), jobs) };
+        Job {
+            call: call_bundle,
+            payload,
+            meta: u64::from(BUNDLE | INJECTED),
+        }
+    }
+
+    /// The jobs of a bundle, in the order they were bundled. Panics if `flags()` lacks
+    /// `BUNDLE`.
+    pub(crate) fn into_bundle(self) -> Vec<Job> {
+        assert!(self.flags() & BUNDLE != 0, "not a bundle");
+        let this = ManuallyDrop::new(self);
+        // SAFETY: bundles are made only by `Job::bundle`, which wrote a `Vec<Job>`; `this` is
+        // never dropped, so the payload is read this once.
+        unsafe { ptr::read(this.payload.as_ptr().cast::<Vec<Job>>()) }
+    }
+
     pub(crate) fn flags(&self) -> u8 {
         self.meta as u8
     }
@@ -160,6 +189,20 @@ impl Drop for Job {
         // SAFETY: `run` and `discard` forget the job, so this is the payload's only use.
         unsafe { (self.call)(self.payload, Action::Discard) };
     }
+}
+
+const _: () = assert!(fits_inline::<Vec<Job>>());
+
+/// # Safety
+/// `payload` holds a `Vec<Job>` written by `Job::bundle`, read here once.
+unsafe fn call_bundle(payload: Payload, action: Action) -> Outcome {
+    // SAFETY: see the function's contract.
+    let jobs = unsafe { ptr::read(payload.as_ptr().cast::<Vec<Job>>()) };
+    // A worker unpacks a bundle (`into_bundle`) and never runs it. Dropped (a pool torn
+    // down with it queued), each job is dropped: its destructor runs, as for any job.
+    debug_assert_eq!(action, Action::Discard, "a bundle is unpacked, never run");
+    drop(jobs);
+    Outcome::Skipped
 }
 
 /// # Safety

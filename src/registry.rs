@@ -19,12 +19,25 @@ const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
 const NOW: u8 = 2;
 
+/// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
+/// bundle costs an allocation). Two under loom, so the models cover bundles.
+const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
+/// The most jobs in one bundle: unpacked, they fit a worker's deque at its smallest
+/// (crossbeam's 64 slots), so unpacking does not make the deque grow and shrink again.
+const MAX_BUNDLE: usize = 32;
+/// Bundle buffers kept for reuse (`Registry::recycle_bundle`), 1.25 KiB each.
+const SPARE_BUNDLES: usize = 64;
+
 /// The `control` word: the number of workers wanted, shifted left by one, and `PAUSED`.
 const PAUSED: usize = 1;
 
 /// One lane's shared queue and its share.
 pub(crate) struct LaneQueue {
     pub(crate) injector: Injector<Job>,
+    /// Jobs inside the bundles queued on `injector` or in workers' deques, beyond one per
+    /// bundle (which `len()` counts): what `Stats::queued` adds. A gauge, not a protocol
+    /// variable: Relaxed everywhere.
+    pub(crate) bundled: AtomicUsize,
     /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
     /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
     pub(crate) stride: u64,
@@ -92,6 +105,8 @@ pub(crate) struct Registry {
     slot_cond: Condvar,
     /// One resize at a time (it waits for retiring threads without holding `slots`).
     resizing: Mutex<()>,
+    /// Empty bundle buffers for reuse (`Registry::bundle_buffer`).
+    spare_bundles: Mutex<Vec<Vec<Job>>>,
     /// `Slots::shown`, readable without the lock.
     shown: AtomicUsize,
     pub(crate) sleep: Sleep,
@@ -149,6 +164,7 @@ impl Registry {
             .iter()
             .map(|&(_, weight)| LaneQueue {
                 injector: Injector::new(),
+                bundled: AtomicUsize::new(0),
                 stride: ((1u64 << 16) / u64::from(weight)).max(1),
             })
             .collect();
@@ -162,6 +178,7 @@ impl Registry {
             }),
             slot_cond: Condvar::new(),
             resizing: Mutex::new(()),
+            spare_bundles: Mutex::new(Vec::new()),
             shown: AtomicUsize::new(0),
             sleep: Sleep::new(slots),
             counters: Counters::new(slots),
@@ -334,7 +351,9 @@ impl Registry {
         }
         let stamp = this.latency.as_ref().map(|_| this.now_ns());
         let mut items = std::mem::take(batch).into_iter();
-        let mut queued = 0;
+        // Admitted for the queue, not pushed yet: pushed as one bundle (`queue_jobs`) when
+        // `MAX_BUNDLE` are in, before anything can block, and at the end.
+        let mut queued = Vec::new();
         let mut admitted = 0;
         let mut refused = None;
         for (i, item) in items.by_ref().enumerate() {
@@ -347,11 +366,9 @@ impl Registry {
                 let route = if this.try_reserve(Ordering::Relaxed) {
                     Ok(Route::Queue { reserved: true })
                 } else {
-                    // Whatever is queued so far may be what frees the room: wake for it.
-                    if queued > 0 {
-                        this.sleep.notify_new_work_n(queued);
-                        queued = 0;
-                    }
+                    // Whatever is admitted so far may be what frees the room: queue it and
+                    // wake for it before blocking.
+                    this.queue_jobs(lane, &mut queued);
                     this.when_full(shard, policy)
                 };
                 match route {
@@ -377,19 +394,19 @@ impl Registry {
                 } else {
                     INJECTED
                 });
-                this.lanes[lane].injector.push(job);
-                queued += 1;
-            } else {
-                if queued > 0 {
-                    this.sleep.notify_new_work_n(queued);
-                    queued = 0;
+                if queued.capacity() == 0 {
+                    queued = this.bundle_buffer();
                 }
+                queued.push(job);
+                if queued.len() == MAX_BUNDLE {
+                    this.queue_jobs(lane, &mut queued);
+                }
+            } else {
+                this.queue_jobs(lane, &mut queued);
                 Registry::dispatch_counted(this, shard, route, job, lane);
             }
         }
-        if queued > 0 {
-            this.sleep.notify_new_work_n(queued);
-        }
+        this.queue_jobs(lane, &mut queued);
         match refused {
             None => Ok(admitted),
             Some((reason, item)) => {
@@ -402,6 +419,55 @@ impl Registry {
                 batch.extend(items);
                 Err(reason)
             }
+        }
+    }
+
+    /// Queues admitted jobs on `lane`'s shared queue and wakes workers for them. From
+    /// `MIN_BUNDLE` jobs on they go as one bundle (one push instead of one per job, the
+    /// submitter's main cost in a batch); the worker that takes it up moves the jobs into
+    /// its own deque, where the others steal them, and wakes for them in turn
+    /// (`WorkerThread::unpack`). Leaves `jobs` empty (its buffer gone with the bundle).
+    fn queue_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
+        let n = jobs.len();
+        if n == 0 {
+            return;
+        }
+        let queue = &self.lanes[lane];
+        if n < MIN_BUNDLE {
+            for job in jobs.drain(..) {
+                queue.injector.push(job);
+            }
+        } else {
+            queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
+            queue.injector.push(Job::bundle(std::mem::take(jobs)));
+        }
+        // Wake for all `n`, not for the one bundle: the workers woken besides the one that
+        // unpacks it search (spin) and steal from that one's deque.
+        self.sleep.notify_new_work_n(n);
+    }
+
+    /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
+    /// back after unpacking, or a new one.
+    fn bundle_buffer(&self) -> Vec<Job> {
+        if !cfg!(flock_loom) {
+            if let Some(buffer) = self.spare_bundles.lock().pop() {
+                return buffer;
+            }
+        }
+        Vec::with_capacity(MAX_BUNDLE)
+    }
+
+    /// Keeps an unpacked bundle's buffer for the next batch. Reusing them keeps a batch off
+    /// the allocator, whose lock the submitter (allocating) and the workers (freeing)
+    /// otherwise contend for.
+    pub(crate) fn recycle_bundle(&self, buffer: Vec<Job>) {
+        debug_assert!(buffer.is_empty());
+        if cfg!(flock_loom) || buffer.capacity() != MAX_BUNDLE {
+            return;
+        }
+        let mut spare = self.spare_bundles.lock();
+        if spare.len() < SPARE_BUNDLES {
+            spare.push(buffer);
         }
     }
 

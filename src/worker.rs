@@ -1,7 +1,7 @@
 //! The worker thread: its loop, where it looks for work, and how it runs a task.
 
 use crate::deque::{Steal, Worker as Deque};
-use crate::job::{Job, Outcome, COUNTED, DISCARDABLE, INJECTED, RESERVED};
+use crate::job::{Job, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::latch::Latch;
 use crate::metrics::counters::{LaneStat, Proto, Shard, Stat, WorkerState};
 use crate::registry::Registry;
@@ -437,8 +437,14 @@ impl WorkerThread {
         x
     }
 
-    /// Runs one job of `lane` and counts how it ended.
+    /// Runs one job of `lane` and counts how it ended. A bundle is unpacked and its first job
+    /// run.
     pub(crate) fn execute(&self, job: Job, lane: usize) {
+        let job = if job.flags() & BUNDLE != 0 {
+            self.unpack(job, lane)
+        } else {
+            job
+        };
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
         let flags = job.flags();
@@ -500,6 +506,31 @@ impl WorkerThread {
         if let Some(end) = counted_end {
             shard.add_owned(end, 1);
         }
+    }
+
+    /// Moves a bundle's jobs but the first into our deque of `lane`, so that we take them in
+    /// bundle order (as crossbeam's batch steal does: reversed into a LIFO deque), and
+    /// returns the first, to run now. The moved jobs are visible to thieves from here on;
+    /// `notify_new_work_n` wakes sleepers for them exactly as `submit_local_batch` does for
+    /// its pushes (F1 of sleep/README.md), so none waits behind us while a worker sleeps.
+    /// They keep `INJECTED`: whoever takes one up counts it and, if paused meanwhile, puts
+    /// it back (`execute_unless_paused`).
+    fn unpack(&self, bundle: Job, lane: usize) -> Job {
+        let reg = &*self.registry;
+        let mut buffer = bundle.into_bundle();
+        let rest = buffer.len() - 1;
+        reg.lanes[lane].bundled.fetch_sub(rest, Ordering::Relaxed);
+        let mut jobs = buffer.drain(..);
+        let first = jobs.next().expect("a bundle is never empty");
+        let local = &self.locals[lane];
+        if reg.cfg.fifo {
+            jobs.for_each(|job| local.push(job));
+        } else {
+            jobs.rev().for_each(|job| local.push(job));
+        }
+        reg.recycle_bundle(buffer);
+        reg.sleep.notify_new_work_n(rest);
+        first
     }
 
     /// `shutdown_now`: drop a queued task unrun, its destructor included.

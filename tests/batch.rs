@@ -528,3 +528,84 @@ fn a_batch_wakes_each_parked_worker_at_most_once() {
         );
     });
 }
+
+/// A batch from outside travels as bundles of jobs (one queue entry each); the worker that
+/// takes a bundle up moves its jobs into its own deque. The other workers must still get
+/// them: here the first four tasks of one bundle can only finish once all four have started,
+/// which needs four workers running tasks of that bundle at once.
+#[test]
+fn tasks_of_one_bundle_run_on_several_workers_at_once() {
+    watchdog(60, "bundle spread", || {
+        let pool = Pool::builder().workers(4).build().unwrap();
+        common::all_parked(&pool);
+        let started = counter();
+        let hits = slots(32);
+        let tasks = (0..32).map(|i| {
+            let (started, hits) = (started.clone(), hits.clone());
+            move || {
+                if i < 4 {
+                    started.fetch_add(1, SeqCst);
+                    while started.load(SeqCst) < 4 {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
+                hits[i].fetch_add(1, SeqCst);
+            }
+        });
+        assert_eq!(pool.submit_batch(tasks).unwrap(), 32);
+        pool.wait().unwrap();
+        assert_eq!(not_once(&hits), []);
+    });
+}
+
+/// Counters over bundles: `queued` counts the tasks inside queued bundles (per lane too),
+/// `from_injector` counts tasks, not bundles, and `shutdown_now` drops every bundled task,
+/// its destructor included, and counts it dropped.
+#[test]
+#[cfg(feature = "metrics")]
+fn bundled_tasks_are_counted_as_tasks_queued_taken_and_dropped() {
+    watchdog(60, "bundle counters", || {
+        let pool = Pool::builder()
+            .workers(2)
+            .lanes(&[("a", 1), ("b", 1)])
+            .build()
+            .unwrap();
+        common::all_parked(&pool);
+        pool.pause();
+        let live = counter();
+        let ran = counter();
+        let tasks = |n: usize| {
+            let (live, ran) = (live.clone(), ran.clone());
+            (0..n).map(move |_| {
+                let (guard, ran) = (Live::new(&live), ran.clone());
+                move || {
+                    drop(guard);
+                    ran.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        assert_eq!(pool.submit_batch_to("b", tasks(300)).unwrap(), 300);
+        let s = pool.stats();
+        assert_eq!(
+            (s.queued, s.lanes[0].queued, s.lanes[1].queued),
+            (300, 0, 300)
+        );
+        pool.resume();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!(
+            (ran.load(SeqCst), s.queued, s.from_injector),
+            (300, 0, 300),
+            "{s}"
+        );
+
+        pool.pause();
+        assert_eq!(pool.submit_batch(tasks(200)).unwrap(), 200);
+        assert_eq!(live.load(SeqCst), 200);
+        assert_eq!(pool.shutdown_now().unwrap(), 200);
+        assert_eq!(ran.load(SeqCst), 300, "dropped, not run");
+        assert_eq!(live.load(SeqCst), 0, "every dropped task's destructor ran");
+        let s = pool.stats();
+        assert_eq!((s.completed, s.dropped, s.queued), (300, 200, 0), "{s}");
+    });
+}

@@ -5,6 +5,7 @@ pub(crate) mod counters;
 pub(crate) mod histogram;
 
 use crate::registry::Registry;
+use crate::sync::Ordering;
 use counters::{LaneStat, Proto, Stat};
 use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
 use std::fmt::{self, Write as _};
@@ -267,7 +268,11 @@ impl Registry {
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
             in_flight,
-            queued: (self.lanes.iter().map(|l| l.injector.len()).sum::<usize>()
+            queued: (self
+                .lanes
+                .iter()
+                .map(|l| l.injector.len() + l.bundled.load(Ordering::Relaxed))
+                .sum::<usize>()
                 + self.stealers.iter().map(|s| s.len()).sum::<usize>()) as u64,
             capacity: self.cfg.capacity,
             workers: self.workers(),
@@ -295,7 +300,9 @@ impl Registry {
                         } else {
                             completed + panicked
                         },
-                        queued: self.lanes[i].injector.len() as u64,
+                        queued: (self.lanes[i].injector.len()
+                            + self.lanes[i].bundled.load(Ordering::Relaxed))
+                            as u64,
                         busy: several
                             .then(|| Duration::from_nanos(c.sum_lane(LaneStat::BusyNs, i))),
                     }
