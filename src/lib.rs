@@ -53,7 +53,7 @@ pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;
 pub use unwind::TaskPanic;
-pub use worker::current_worker_index;
+pub use worker::{current_worker_index, yield_to_lanes};
 
 /// The README's examples, compiled and run as doctests so the front door never lies.
 #[cfg(doctest)]

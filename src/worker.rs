@@ -37,6 +37,54 @@ pub fn current_worker_index() -> Option<usize> {
     with_current(|w| w.map(|w| w.index))
 }
 
+/// A cooperative preemption point for long tasks in a pool with lanes: lets queued tasks of
+/// lanes weighted above the running task's lane run here, on this thread, for as long as
+/// the weights say they are due, and returns how many ran.
+///
+/// flock does not preempt a running task, so a task submitted to a heavy lane (say
+/// `"interactive"`) while every worker runs a long task of a light one (`"batch"`) waits for
+/// one of them to end. A long task that calls `yield_to_lanes` every few microseconds bounds
+/// that wait by the time between its calls instead. The heavier lanes get their share of
+/// the calling task's time and no more (a lane of weight 8 against the caller's weight 1
+/// gets up to 8 ns of run time per ns the caller has run since it started), so a flood of
+/// interactive work still leaves the batch task its share. Tasks run here are charged to
+/// their own lanes, not to the caller's.
+///
+/// Returns 0 at once (a thread-local read and a few loads) outside a pool's worker, in a
+/// pool with one lane, from a task of the heaviest lane, with nothing queued in a heavier
+/// lane, or while the pool is paused. A task run here may itself call `yield_to_lanes`; it
+/// only ever runs still heavier lanes, so nesting is at most one level per distinct weight.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// let pool = Arc::new(
+///     flock::Pool::builder()
+///         .workers(1)
+///         .lanes(&[("interactive", 8), ("batch", 1)])
+///         .build()
+///         .unwrap(),
+/// );
+/// let answered = Arc::new(AtomicBool::new(false));
+/// let (pool2, seen) = (pool.clone(), answered.clone());
+/// let batch = pool.spawn_to("batch", move || {
+///     let flag = seen.clone();
+///     // The only worker is busy here; the interactive task can only run inside us.
+///     pool2.submit_to("interactive", move || flag.store(true, Ordering::SeqCst)).unwrap();
+///     let mut ran = 0;
+///     while !seen.load(Ordering::SeqCst) {
+///         ran += flock::yield_to_lanes(); // ... a slice of batch work between calls ...
+///     }
+///     ran
+/// });
+/// assert_eq!(batch.join().unwrap(), 1);
+/// assert!(answered.load(Ordering::SeqCst));
+/// assert_eq!(flock::yield_to_lanes(), 0); // not on a worker
+/// ```
+pub fn yield_to_lanes() -> usize {
+    with_current(|w| w.map_or(0, WorkerThread::yield_to_lanes))
+}
+
 pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
@@ -53,6 +101,9 @@ pub(crate) struct WorkerThread {
     /// Run time of tasks nested inside the running one (`join`, `scope` waits), so the outer
     /// task is charged only its own.
     nested_ns: Cell<u64>,
+    /// When the running task started (`Registry::now_ns`; lanes > 1 only), for
+    /// `yield_to_lanes`.
+    task_start: Cell<u64>,
 }
 
 /// Why `main_loop` returned.
@@ -95,6 +146,7 @@ pub(crate) fn run(
         lane: Cell::new(0),
         vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
         nested_ns: Cell::new(0),
+        task_start: Cell::new(0),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -212,12 +264,14 @@ impl WorkerThread {
     /// `pause()` returned starts": taking such a task synchronises with its push, which
     /// follows the pause's store, so this load sees `PAUSED`. Jobs spawned by running tasks
     /// still run (a `join` or `scope` may be waiting for them, as in `wait_until`).
-    fn execute_unless_paused(&self, job: Job, lane: usize) {
+    /// Returns whether it ran the job.
+    fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
         if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
             self.locals[lane].push(job);
-            return;
+            return false;
         }
         self.execute(job, lane);
+        true
     }
 
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the
@@ -368,6 +422,67 @@ impl WorkerThread {
             .or_else(|| self.steal_from_injector(lane))
     }
 
+    /// `flock::yield_to_lanes` on this worker, from inside a task of the running lane: while
+    /// a lane weighted above it has work in our deque or its shared queue and its virtual
+    /// clock is behind ours (our lane's clock as if the running task ended now, charged its
+    /// own time so far), run one task of the lane furthest behind. So the heavier lanes get
+    /// their share of the running task's time, no more: a lane of weight 8 against one of
+    /// weight 1 gets up to 8 ns per ns the task has run. Returns how many tasks ran.
+    ///
+    /// Nesting is bounded: a task run here is of a strictly heavier lane, so at most one
+    /// level per distinct weight (16 lanes at most). Nothing from outside starts while the
+    /// pool is paused (`execute_unless_paused` re-reads the pause after taking the job).
+    pub(crate) fn yield_to_lanes(&self) -> usize {
+        let lanes = self.locals.len();
+        if lanes < 2 {
+            return 0;
+        }
+        let reg = &*self.registry;
+        let current = self.lane.get();
+        let weight = reg.cfg.lanes[current].1;
+        let vt = &self.vtime;
+        let mut ran = 0;
+        loop {
+            // First what is cheap: is any heavier lane's queue non-empty?
+            let mut heavier = 0u32;
+            for lane in 0..lanes {
+                if reg.cfg.lanes[lane].1 > weight
+                    && !(self.locals[lane].is_empty() && reg.lanes[lane].injector.is_empty())
+                {
+                    heavier |= 1 << lane;
+                }
+            }
+            if heavier == 0 || Registry::paused(reg.control()) {
+                return ran;
+            }
+            let own = reg
+                .now_ns()
+                .saturating_sub(self.task_start.get())
+                .saturating_sub(self.nested_ns.get());
+            let ours = vt[current]
+                .get()
+                .wrapping_add(own.clamp(1, 1 << 40) * reg.lanes[current].stride);
+            let mut due: Option<usize> = None;
+            for lane in (0..lanes).filter(|l| heavier & (1 << l) != 0) {
+                if behind(vt[lane].get(), ours)
+                    && due.is_none_or(|d| behind(vt[lane].get(), vt[d].get()))
+                {
+                    due = Some(lane);
+                }
+            }
+            let Some(lane) = due else {
+                return ran;
+            };
+            let Some(job) = self.take_from_lane(lane) else {
+                return ran;
+            };
+            if !self.execute_unless_paused(job, lane) {
+                return ran;
+            }
+            ran += 1;
+        }
+    }
+
     /// Charges `ns` of run time to `lane`'s virtual clock.
     fn charge(&self, lane: usize, ns: u64) {
         // Capped at 2^40 ns (18 minutes) so the product fits: the stride is at most 2^16.
@@ -465,8 +580,10 @@ impl WorkerThread {
         let start = (lanes || (counted && reg.latency.is_some())).then(|| reg.now_ns());
         let outer_lane = self.lane.replace(lane);
         let outer_nested = self.nested_ns.replace(0);
+        let outer_start = self.task_start.replace(start.unwrap_or(0));
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
         self.lane.set(outer_lane);
+        self.task_start.set(outer_start);
         let inner_ns = self.nested_ns.get();
         let end = match result {
             Ok(Outcome::Done) => Some(Proto::Completed),

@@ -533,3 +533,155 @@ fn per_lane_stats_add_up() {
         );
     });
 }
+
+/// `flock::yield_to_lanes` from a long batch task: an interactive task that arrives while
+/// the only worker runs it starts inside it, on the same thread, before it ends; each is
+/// counted in its own lane.
+#[test]
+fn yield_to_lanes_runs_a_waiting_interactive_task_inside_a_batch_task() {
+    let _serial = serial();
+    watchdog(60, "yield_to_lanes", || {
+        let pool = Arc::new(two_lane_pool(1));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (p, l) = (pool.clone(), log.clone());
+        let batch = pool.spawn_to("batch", move || {
+            let me = flock::current_worker_index();
+            let l2 = l.clone();
+            p.submit_to("interactive", move || {
+                l2.lock()
+                    .unwrap()
+                    .push(("interactive", flock::current_worker_index()));
+            })
+            .unwrap();
+            let mut ran = 0;
+            while l.lock().unwrap().is_empty() {
+                ran += flock::yield_to_lanes();
+            }
+            l.lock().unwrap().push(("batch ends", me));
+            ran
+        });
+        assert_eq!(batch.join().unwrap(), 1);
+        pool.wait().unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            [("interactive", Some(0)), ("batch ends", Some(0))]
+        );
+        let s = pool.stats();
+        let executed: Vec<u64> = s.lanes.iter().map(|l| l.executed).collect();
+        assert_eq!(executed, [1, 1], "{s}");
+    });
+}
+
+/// It runs only heavier lanes: never the caller's own lane, an equally weighted one or a
+/// lighter one; it returns 0 outside a worker and in a pool of one lane.
+#[test]
+fn yield_to_lanes_runs_only_heavier_lanes() {
+    let _serial = serial();
+    watchdog(60, "yield_to_lanes: heavier only", || {
+        assert_eq!(flock::yield_to_lanes(), 0, "outside any pool");
+        let single = Pool::builder().workers(1).build().unwrap();
+        let inside = single.spawn(flock::yield_to_lanes);
+        assert_eq!(inside.join().unwrap(), 0, "one lane: nothing is heavier");
+
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .lanes(&[("high", 8), ("low", 1), ("also-low", 1)])
+                .build()
+                .unwrap(),
+        );
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (p, r) = (pool.clone(), ran.clone());
+        let from_low = pool.spawn_to("low", move || {
+            // Queued on this worker's deques: a lane as heavy as ours, and our own.
+            for lane in ["also-low", "low"] {
+                let r = r.clone();
+                p.submit_to(lane, move || {
+                    r.fetch_add(1, SeqCst);
+                })
+                .unwrap();
+            }
+            let none = flock::yield_to_lanes();
+            let high = p.spawn_to("high", flock::yield_to_lanes);
+            let mut yielded = 0;
+            while yielded == 0 {
+                yielded += flock::yield_to_lanes();
+            }
+            (none, yielded, r.load(SeqCst), high)
+        });
+        let (none, yielded, equal_or_own, high) = from_low.join().unwrap();
+        assert_eq!((none, yielded, equal_or_own), (0, 1, 0));
+        assert_eq!(
+            high.join().unwrap(),
+            0,
+            "from the heaviest lane nothing is heavier"
+        );
+        pool.wait().unwrap();
+        assert_eq!(
+            ran.load(SeqCst),
+            2,
+            "the equal and own-lane tasks ran after, as usual"
+        );
+    });
+}
+
+/// The heavier lanes get their share of the caller's time, not all of it: with 50 queued
+/// interactive tasks of 2 ms each and a batch task that has run about 1 ms, one call runs
+/// about 8 × 1 ms of them (weights 8 : 1), not 100 ms. Then, while paused, it runs nothing
+/// submitted from outside.
+#[test]
+fn yield_to_lanes_gives_heavier_lanes_only_their_share() {
+    let _serial = serial();
+    watchdog(60, "yield_to_lanes: share", || {
+        let pool = Arc::new(two_lane_pool(1));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (p, r) = (pool.clone(), ran.clone());
+        let batch = pool.spawn_to("batch", move || {
+            for _ in 0..50 {
+                let r = r.clone();
+                p.submit_to("interactive", move || {
+                    std::thread::sleep(Duration::from_millis(2));
+                    r.fetch_add(1, SeqCst);
+                })
+                .unwrap();
+            }
+            spin_for(Duration::from_millis(1));
+            flock::yield_to_lanes()
+        });
+        let yielded = batch.join().unwrap();
+        eprintln!("one yield after 1 ms ran {yielded} of 50 interactive tasks of 2 ms");
+        // About 5 (8 ms of 2 ms tasks, the last one may overrun); all 50 would take this
+        // task being descheduled for over 12 ms between its start and its yield.
+        assert!(
+            (1..50).contains(&yielded),
+            "{yielded} interactive tasks ran inside one yield"
+        );
+        pool.wait().unwrap();
+        assert_eq!(ran.load(SeqCst), 50);
+
+        // Paused: a task submitted from outside is not started by a yield.
+        let gate = Gate::new();
+        let g = gate.clone();
+        let batch = pool.spawn_to("batch", move || {
+            g.wait();
+            flock::yield_to_lanes()
+        });
+        common::eventually(|| pool.stats().in_flight == 1 && pool.stats().queued == 0);
+        pool.pause();
+        let r = ran.clone();
+        pool.submit_to("interactive", move || {
+            r.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+        gate.open();
+        assert_eq!(
+            batch.join().unwrap(),
+            0,
+            "paused: nothing from outside starts"
+        );
+        assert_eq!(ran.load(SeqCst), 50);
+        pool.resume();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(SeqCst), 51);
+    });
+}
