@@ -444,6 +444,24 @@ const char *flock_status_str(flock_status_t status);
 // NUL-terminated string; `out` is NULL or writable.
 flock_status_t flock_lane_index(const flock_pool_t *pool, const char *name, uint32_t *out);
 
+// A cooperative preemption point for long tasks in a pool with lanes: runs, on the calling
+// thread, queued tasks of lanes weighted above the running task's lane, for as long as the
+// weights say they are due, and returns how many ran.
+//
+// flock does not preempt a running task: a task submitted to a heavy lane while every worker
+// runs a long task of a light one waits for one of them to end. A long task that calls
+// flock_yield_to_lanes every few microseconds bounds that wait by the time between its calls.
+// The heavier lanes get their share of the calling task's own time and no more (a lane of
+// weight 8 against the caller's weight 1 gets up to 8 ns per ns the caller has run); tasks
+// run here are counted in their own lanes. Only strictly heavier lanes run, so a task run
+// here that yields in turn nests at most one level per distinct weight.
+//
+// Returns 0 at once outside a pool's worker thread, in a pool with one lane, from a task of
+// the heaviest lane, with nothing queued in a heavier lane, or while the pool is paused.
+//
+// Thread-safety: any thread, any time; it acts only on the calling worker's own pool.
+size_t flock_yield_to_lanes(void);
+
 #if defined(FLOCK_TEST_HOOKS)
 // Makes the next exported flock call on the calling thread panic inside the library, right
 // after entering its panic boundary, so a test can check that the call returns its documented

@@ -156,6 +156,10 @@ private:
 /// The index of the flock worker calling, or -1 outside any pool.
 inline int32_t current_worker() noexcept { return flock_current_worker(); }
 
+/// From a long task: runs queued tasks of heavier lanes that are due, here (see
+/// flock_yield_to_lanes); returns how many ran.
+inline size_t yield_to_lanes() noexcept { return flock_yield_to_lanes(); }
+
 /// An owned flock pool.
 class pool {
 public:

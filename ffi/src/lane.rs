@@ -1,4 +1,5 @@
-//! `flock_lane_t`: a lane as a configuration names it, and `flock_lane_index`, finding one.
+//! `flock_lane_t`: a lane as a configuration names it, `flock_lane_index`, finding one, and
+//! `flock_yield_to_lanes`, letting heavier lanes run inside a long task.
 //!
 //! Lanes come in through `flock_config_t.lanes`, C strings and weights in C memory. They are
 //! read here, once, while `flock_pool_new` runs: each name checked (not NULL, UTF-8, short
@@ -110,6 +111,29 @@ pub unsafe extern "C" fn flock_lane_index(
         // SAFETY: not NULL (checked above) and writable per the contract.
         unsafe { out.write(index) };
         flock_status_t::FLOCK_OK
+    }
+}
+
+/// A cooperative preemption point for long tasks in a pool with lanes: runs, on the calling
+/// thread, queued tasks of lanes weighted above the running task's lane, for as long as the
+/// weights say they are due, and returns how many ran.
+///
+/// flock does not preempt a running task: a task submitted to a heavy lane while every worker
+/// runs a long task of a light one waits for one of them to end. A long task that calls
+/// flock_yield_to_lanes every few microseconds bounds that wait by the time between its calls.
+/// The heavier lanes get their share of the calling task's own time and no more (a lane of
+/// weight 8 against the caller's weight 1 gets up to 8 ns per ns the caller has run); tasks
+/// run here are counted in their own lanes. Only strictly heavier lanes run, so a task run
+/// here that yields in turn nests at most one level per distinct weight.
+///
+/// Returns 0 at once outside a pool's worker thread, in a pool with one lane, from a task of
+/// the heaviest lane, with nothing queued in a heavier lane, or while the pool is paused.
+///
+/// Thread-safety: any thread, any time; it acts only on the calling worker's own pool.
+#[no_mangle]
+pub extern "C" fn flock_yield_to_lanes() -> usize {
+    ffi_panic_boundary! {
+        flock_core::yield_to_lanes()
     }
 }
 

@@ -31,7 +31,10 @@ pub use config::{
 };
 pub use control::{flock_is_paused, flock_pause, flock_resize, flock_resume};
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
-pub use lane::{flock_lane, flock_lane_index, flock_lane_t, FLOCK_LANE_NAME_MAX, FLOCK_MAX_LANES};
+pub use lane::{
+    flock_lane, flock_lane_index, flock_lane_t, flock_yield_to_lanes, FLOCK_LANE_NAME_MAX,
+    FLOCK_MAX_LANES,
+};
 #[cfg(feature = "test-hooks")]
 pub use panic::flock_test_panic_next_call;
 pub use pool::{

@@ -52,6 +52,13 @@ impl PanicDefault for i32 {
     }
 }
 
+/// `flock_yield_to_lanes`: nothing ran.
+impl PanicDefault for usize {
+    fn on_panic() -> Self {
+        0
+    }
+}
+
 /// `flock_status_str`, `flock_version`: a static string, never NULL.
 impl PanicDefault for *const c_char {
     fn on_panic() -> Self {

@@ -750,6 +750,49 @@ static void test_lane_submit_and_stats(void) {
     CHECK(strcmp(l.name, "lo") == 0);
 }
 
+typedef struct {
+    flock_pool_t *pool;
+    uint32_t hi;
+    atomic_int hi_worker;  /* where the hi task ran; -2 until it ran */
+    int lo_worker;
+    size_t yielded;
+    int hi_ran_first;
+    atomic_int bad_status;
+} yielder_t;
+
+static void yield_hi(void *arg) {
+    yielder_t *y = arg;
+    atomic_store(&y->hi_worker, flock_current_worker());
+}
+
+/* A long "lo" task: queues a "hi" task on its own worker, then yields until it ran. */
+static void yield_lo(void *arg) {
+    yielder_t *y = arg;
+    y->lo_worker = flock_current_worker();
+    if (flock_submit_lane(y->pool, y->hi, yield_hi, y) != FLOCK_OK) atomic_fetch_add(&y->bad_status, 1);
+    while (atomic_load(&y->hi_worker) == -2) y->yielded += flock_yield_to_lanes();
+    y->hi_ran_first = 1; /* still inside the lo task */
+}
+
+static void test_yield_to_lanes(void) {
+    CHECK_EQ(flock_yield_to_lanes(), 0); /* not a worker */
+    flock_lane_t lanes[2] = {{"hi", 8}, {"lo", 1}};
+    flock_pool_t *pool = new_lane_pool(1, lanes, 2);
+    yielder_t y = {pool, 0, -2, -1, 0, 0, 0};
+    CHECK_STATUS(flock_submit_lane(pool, 1, yield_lo, &y), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&y.bad_status), 0);
+    CHECK_EQ(y.yielded, 1);
+    CHECK(y.hi_ran_first);
+    CHECK_EQ(atomic_load(&y.hi_worker), y.lo_worker); /* inside the lo task, on its thread */
+    flock_lane_stats_t l;
+    CHECK_STATUS(flock_lane_stats(pool, 0, &l), FLOCK_OK);
+    CHECK_EQ(l.executed, 1);
+    CHECK_STATUS(flock_lane_stats(pool, 1, &l), FLOCK_OK);
+    CHECK_EQ(l.executed, 1);
+    flock_pool_free(pool);
+}
+
 static void test_unknown_lane(void) {
     flock_lane_t lanes[2] = {{"a", 1}, {"b", 1}};
     flock_pool_t *pool = new_lane_pool(1, lanes, 2);
@@ -1370,6 +1413,7 @@ int main(void) {
     RUN(test_worker_stats_and_current_worker);
     RUN(test_latency);
     RUN(test_lane_submit_and_stats);
+    RUN(test_yield_to_lanes);
     RUN(test_unknown_lane);
     RUN(test_lane_config_invalid);
     RUN(test_resize_under_concurrent_submits);

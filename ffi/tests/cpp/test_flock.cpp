@@ -247,6 +247,19 @@ static void test_submit_to_lanes() {
     CHECK(b.has_busy);
     CHECK_EQ(pool.stats().panicked, 1);
 
+    // A long "bg" task lets a "fg" task it queued run inside it.
+    std::atomic<bool> answered{false};
+    std::atomic<size_t> yielded{0};
+    pool.submit_to(bg, [&] {
+        pool.submit_to(0, [&answered] { answered = true; });
+        size_t n = 0;
+        while (!answered) n += flock::yield_to_lanes();
+        yielded = n;
+    });
+    pool.wait();
+    CHECK_EQ(yielded.load(), 1u);
+    CHECK_EQ(flock::yield_to_lanes(), 0u);
+
     // Unknown lanes: refused, the callable destroyed unrun.
     std::atomic<int> ran{0};
     CHECK_EQ(pool.try_submit_to(2, [&ran, token] { ran++; }), FLOCK_ERR_UNKNOWN_LANE);
