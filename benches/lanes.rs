@@ -8,7 +8,9 @@
 //!   equal when the pool splits its time 8 : 1, and their quotient is how far it is off.
 //! * `lanes-p99`: interactive tasks submitted one per millisecond, each timed from its
 //!   submit call to its first clock reading, on an idle pool (`idle`) and while the batch
-//!   lane is saturated with tasks of 50 µs (`saturated`). One iteration is one interactive
+//!   lane is saturated with tasks of 50 µs (`saturated`), and while it is saturated with the
+//!   same tasks calling `flock::yield_to_lanes` after every 5 µs of their work
+//!   (`saturated-yielding`). One iteration is one interactive
 //!   task's queue wait (the millisecond gaps are not timed), so criterion prints the mean
 //!   wait.
 //!
@@ -17,7 +19,7 @@
 //! p99 waits against their targets.
 mod common;
 
-use common::lanes::{lanes_split, lanes_trickle, P99_INTERVAL, SPLIT_TASK_US};
+use common::lanes::{lanes_split, lanes_trickle, Batch, P99_INTERVAL, SPLIT_TASK_US};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 
@@ -52,10 +54,14 @@ fn p99(c: &mut Criterion) {
     // each of the 10 samples is about 150 interactive tasks.
     let mut g = common::group(c, "lanes-p99", Duration::from_secs(5));
     g.warm_up_time(Duration::from_secs(1));
-    for (name, saturate) in [("idle", false), ("saturated", true)] {
+    for (name, batch) in [
+        ("idle", Batch::Idle),
+        ("saturated", Batch::Saturated),
+        ("saturated-yielding", Batch::Yielding),
+    ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                lanes_trickle(saturate, iters as usize, P99_INTERVAL)
+                lanes_trickle(batch, iters as usize, P99_INTERVAL)
                     .waits
                     .into_iter()
                     .sum()

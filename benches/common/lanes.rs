@@ -27,6 +27,21 @@ pub const SPLIT_WARM: Duration = Duration::from_millis(100);
 pub const SPLIT_WINDOW: Duration = Duration::from_secs(1);
 /// `lanes-p99`: CPU per batch task.
 pub const P99_BATCH_US: u64 = 50;
+/// `lanes-p99`, [`Batch::Yielding`]: CPU between two `flock::yield_to_lanes` calls in a batch
+/// task (10 slices of its 50 µs).
+pub const P99_YIELD_US: u64 = 5;
+
+/// What the batch lane does during a `lanes-p99` run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batch {
+    /// Nothing: the interactive tasks find an idle pool.
+    Idle,
+    /// Saturated with tasks of [`P99_BATCH_US`] µs of CPU that never yield.
+    Saturated,
+    /// Saturated with the same tasks, each calling `flock::yield_to_lanes` after every
+    /// [`P99_YIELD_US`] µs of its work (a cooperative preemption point).
+    Yielding,
+}
 /// `lanes-p99`: interactive tasks per run, one every `P99_INTERVAL`.
 pub const P99_SAMPLES: usize = 300;
 pub const P99_INTERVAL: Duration = Duration::from_millis(1);
@@ -67,12 +82,29 @@ fn fill(
     lane: &str,
     n: usize,
     us: u64,
-    after: impl Fn() + Clone + Send + 'static,
+    yield_every_us: Option<u64>,
+    after: impl Fn() + Send + Sync + 'static,
 ) {
+    // Each task holds one `Arc` (fits in the job, no allocation per task). With the three
+    // `Arc`s and two numbers captured directly, every task was boxed by the submitting
+    // thread and freed by a worker; the submitter's next allocation (crossbeam's injector
+    // allocates a block every 63 pushes) then waited ~60 µs for the malloc arena the
+    // workers were freeing into, and `lanes-p99` measured that instead of the pool.
+    let shared = Arc::new((after, us, yield_every_us));
     let tasks = (0..n).map(|_| {
-        let after = after.clone();
+        let shared = shared.clone();
         move || {
-            cpu_work(us);
+            let (after, us, yield_every_us) = &*shared;
+            let us = *us;
+            match *yield_every_us {
+                None => cpu_work(us),
+                Some(slice) => {
+                    for _ in 0..us.div_ceil(slice) {
+                        cpu_work(slice);
+                        flock::yield_to_lanes();
+                    }
+                }
+            }
             after();
         }
     });
@@ -121,7 +153,7 @@ pub fn lanes_split(task_us: u64, window: Duration) -> Split {
     let n = saturating(task_us, SPLIT_WARM + window);
     pool.pause();
     for (lane, _) in LANES {
-        fill(&pool, lane, n, task_us, || ());
+        fill(&pool, lane, n, task_us, None, || ());
     }
     pool.resume();
     thread::sleep(SPLIT_WARM);
@@ -144,7 +176,7 @@ pub fn lanes_split(task_us: u64, window: Duration) -> Split {
 pub struct Trickle {
     /// Each interactive task's queue wait: submit call → the task's first clock reading.
     pub waits: Vec<Duration>,
-    /// Saturated runs only: for each interactive task, submit call → the end of the first
+    /// [`Batch::Saturated`] runs only: for each interactive task, submit call → the end of the first
     /// batch task to end after it, i.e. the first moment a worker was free to take it. A
     /// scheduler that never interrupts a running task cannot do better than this.
     pub first_free: Vec<Duration>,
@@ -162,12 +194,14 @@ impl Clock {
 }
 
 /// `lanes-p99`: `samples` interactive tasks, one every `interval` on a fixed schedule, each
-/// timestamped at its submit and at its start; with `saturate`, while the batch lane is
-/// saturated with tasks of [`P99_BATCH_US`] µs (queued while the pool is paused, enough to
-/// keep every worker busy for twice the run; each records its end time, for `first_free`).
+/// timestamped at its submit and at its start; unless `batch` is [`Batch::Idle`], while the
+/// batch lane is saturated with tasks of [`P99_BATCH_US`] µs (queued while the pool is
+/// paused, enough to keep every worker busy for twice the run; each records its end time,
+/// for `first_free`), yielding or not as `batch` says.
 /// The pool is built fresh for each run and the first sample comes [`P99_WARM`] after the
 /// start, either way.
-pub fn lanes_trickle(saturate: bool, samples: usize, interval: Duration) -> Trickle {
+pub fn lanes_trickle(batch: Batch, samples: usize, interval: Duration) -> Trickle {
+    let saturate = batch != Batch::Idle;
     super::spins_per_us();
     let pool = lanes_pool();
     let interactive = pool.lane(LANES[0].0).expect("interactive lane");
@@ -182,7 +216,8 @@ pub fn lanes_trickle(saturate: bool, samples: usize, interval: Duration) -> Tric
     if saturate {
         pool.pause();
         let (clock, ends, next_end) = (clock.clone(), ends.clone(), next_end.clone());
-        fill(&pool, LANES[1].0, n, P99_BATCH_US, move || {
+        let yield_every = (batch == Batch::Yielding).then_some(P99_YIELD_US);
+        fill(&pool, LANES[1].0, n, P99_BATCH_US, yield_every, move || {
             let at = clock.ns();
             ends[next_end.fetch_add(1, Relaxed)].store(at, Relaxed);
         });
@@ -214,7 +249,7 @@ pub fn lanes_trickle(saturate: bool, samples: usize, interval: Duration) -> Tric
     pool.shutdown_now().expect("shutdown_now from outside");
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(seen.len(), samples, "every interactive task ran once");
-    let first_free = if saturate {
+    let first_free = if batch == Batch::Saturated {
         first_free(&seen, &ends)
     } else {
         Vec::new()
