@@ -20,7 +20,8 @@ const GRACEFUL: u8 = 1;
 const NOW: u8 = 2;
 
 /// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
-/// bundle costs an allocation). Two under loom, so the models cover bundles.
+/// bundle costs a buffer and a trip through the unpacker's deque). Two under loom, so the
+/// models cover bundles.
 const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
 /// The most jobs in one bundle: unpacked, they fit a worker's deque at its smallest
 /// (crossbeam's 64 slots), so unpacking does not make the deque grow and shrink again.
@@ -407,6 +408,8 @@ impl Registry {
             }
         }
         this.queue_jobs(lane, &mut queued);
+        // Left with a spare buffer when the last jobs were too few for a bundle.
+        this.recycle_bundle(queued);
         match refused {
             None => Ok(admitted),
             Some((reason, item)) => {
