@@ -247,16 +247,18 @@ static void test_submit_to_lanes() {
     CHECK(b.has_busy);
     CHECK_EQ(pool.stats().panicked, 1);
 
-    // A long "bg" task lets a "fg" task it queued run inside it.
+    // A long "bg" task lets a "fg" task it queued run inside it (one worker: no other
+    // worker can take the "fg" task first).
+    flock::pool one(flock::config().workers(1).lanes({{"fg", 4}, {"bg", 1}}));
     std::atomic<bool> answered{false};
     std::atomic<size_t> yielded{0};
-    pool.submit_to(bg, [&] {
-        pool.submit_to(0, [&answered] { answered = true; });
+    one.submit_to(1, [&] {
+        one.submit_to(0, [&answered] { answered = true; });
         size_t n = 0;
         while (!answered) n += flock::yield_to_lanes();
         yielded = n;
     });
-    pool.wait();
+    one.wait();
     CHECK_EQ(yielded.load(), 1u);
     CHECK_EQ(flock::yield_to_lanes(), 0u);
 
