@@ -106,13 +106,17 @@ cc -std=c11 $strict "$work/many_submitters.c" $(pkg-config --cflags --libs flock
     -Wl,-rpath,"$libdir" -o "$work/many_submitters"
 c++ -std=c++17 $strict "$work/wrapper.cpp" $(pkg-config --cflags --libs flock) -pthread \
     -Wl,-rpath,"$libdir" -o "$work/wrapper"
-if ldd "$work/many_submitters" | grep -q "libflock.so.0.1 => $libdir/"; then
-    echo "many_submitters links $libdir/libflock.so.0.1"
-else
+# ldd's output is read whole before it is searched: with pipefail, `ldd | grep -q` fails
+# whenever grep stops at its match while ldd is still writing (ldd dies of SIGPIPE).
+linked=$(ldd "$work/many_submitters")
+case $linked in
+*"libflock.so.0.1 => $libdir/"*) echo "many_submitters links $libdir/libflock.so.0.1" ;;
+*)
     echo "many_submitters does not link the installed libflock:" >&2
-    ldd "$work/many_submitters" >&2
+    echo "$linked" >&2
     exit 1
-fi
+    ;;
+esac
 echo "-- examples/c/many_submitters.c"
 "$work/many_submitters"
 echo "-- examples/cpp/wrapper.cpp"

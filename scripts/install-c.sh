@@ -27,7 +27,7 @@ if grep -qi "collision" "$log"; then
     exit 1
 fi
 
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' ffi/Cargo.toml | head -n1)
+version=$(sed -n 's/^version = "\(.*\)"/\1/p;T;q' ffi/Cargo.toml)
 major=${version%%.*}
 minor=${version#*.}
 minor=${minor%%.*}

@@ -8,7 +8,9 @@ if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "tsan: NOTICE: no nightly toolchain here; ThreadSanitizer skipped"
     exit 0
 fi
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q rust-src; then
+# The list is read whole first: with pipefail, `rustup ... | grep -q` can fail by SIGPIPE.
+installed=$(rustup component list --toolchain nightly --installed 2>/dev/null || true)
+if ! grep -q rust-src <<<"$installed"; then
     rustup component add --toolchain nightly rust-src >/dev/null 2>&1 || {
         echo "tsan: NOTICE: could not install rust-src for nightly; ThreadSanitizer skipped"
         exit 0
