@@ -141,6 +141,16 @@ impl Job {
         unsafe { ptr::read(this.payload.as_ptr().cast::<Vec<Job>>()) }
     }
 
+    /// How many tasks this entry stands for: a bundle's job count, else 1.
+    pub(crate) fn tasks(&self) -> usize {
+        if self.flags() & BUNDLE == 0 {
+            return 1;
+        }
+        // SAFETY: a `BUNDLE` job's payload holds the `Vec<Job>` `Job::bundle` wrote, still
+        // owned by the payload (not read out yet); this only borrows it.
+        unsafe { (*self.payload.as_ptr().cast::<Vec<Job>>()).len() }
+    }
+
     pub(crate) fn flags(&self) -> u8 {
         self.meta as u8
     }

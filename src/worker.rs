@@ -527,7 +527,9 @@ impl WorkerThread {
                     // the rest of its deque, and the count is exact.
                     match reg.stealers[victim * lanes + lane].steal() {
                         Steal::Success(job) => {
-                            self.shard().stat_owned(Stat::Stolen, 1);
+                            // A bundle (moved here by another worker's batch steal from a
+                            // shared queue) counts as the tasks it holds.
+                            self.shard().stat_owned(Stat::Stolen, job.tasks() as u64);
                             return Some((job, lane));
                         }
                         Steal::Retry => retry = true,

@@ -609,3 +609,57 @@ fn bundled_tasks_are_counted_as_tasks_queued_taken_and_dropped() {
         assert_eq!((s.completed, s.dropped, s.queued), (300, 200, 0), "{s}");
     });
 }
+
+/// A bundle stolen whole from another worker's deque counts as the tasks it holds. One
+/// worker takes up the first two of four bundles (crossbeam's batch steal from a shared
+/// queue moves half of it: one bundle to run, one into its deque) and blocks in the first
+/// task. A second worker, started then, empties the shared queue (bundles 3 and 4, not
+/// steals), then steals from the first: bundle 2 whole, and the 31 tasks of bundle 1 left
+/// in that deque. 63 tasks stolen, not 32 (one per deque entry).
+#[test]
+#[cfg(feature = "metrics")]
+#[cfg_attr(
+    miri,
+    ignore = "Miri's model shared queue hands out one entry at a time: no bundle reaches a deque"
+)]
+fn a_stolen_bundle_counts_as_its_tasks() {
+    watchdog(60, "stolen bundle", || {
+        let pool = Pool::builder().workers(1).max_workers(2).build().unwrap();
+        common::all_parked(&pool);
+        pool.pause();
+        let started = counter();
+        let gate = Arc::new(AtomicUsize::new(0));
+        let hits = slots(128);
+        let tasks = (0..128).map(|i| {
+            let (started, gate, hits) = (started.clone(), gate.clone(), hits.clone());
+            move || {
+                if i == 0 {
+                    started.store(1, SeqCst);
+                    while gate.load(SeqCst) == 0 {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                }
+                hits[i].fetch_add(1, SeqCst);
+            }
+        });
+        assert_eq!(pool.submit_batch(tasks).unwrap(), 128);
+        pool.resume();
+        while started.load(SeqCst) == 0 {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        pool.resize(2).unwrap();
+        while pool.stats().completed < 127 {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let s = pool.stats();
+        gate.store(1, SeqCst);
+        pool.wait().unwrap();
+        assert_eq!(not_once(&hits), []);
+        assert_eq!(
+            (s.per_worker[0].executed, s.per_worker[1].executed),
+            (0, 127),
+            "{s}"
+        );
+        assert_eq!((s.stolen, s.per_worker[1].stolen), (63, 63), "{s}");
+    });
+}

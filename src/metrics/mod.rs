@@ -55,7 +55,8 @@ pub struct Stats {
     pub caller_runs: u64,
     /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`).
     pub spawned_thread: u64,
-    /// Tasks taken from other workers' deques.
+    /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
+    /// tasks it holds).
     pub stolen: u64,
     /// Tasks taken from the shared injector queue (counted when a worker takes them up,
     /// which may be after a batch moved them into its deque).
