@@ -392,28 +392,17 @@ fn idle_rows() -> Vec<Row> {
 /// (defaults), alternating run by run (the order swapped each round) after one unmeasured
 /// run of each. The verdict is on the median of the paired ratios (batch ÷ per-task in the
 /// same round). rayon's `spawn` loop (the 1u-1Mt body) is measured after, as a reference.
+///
+/// `bulk-1Mt-own` (a diagnostic, no target) runs the same pair the same way with tasks that
+/// share no cache line (`bulk_own_*`): the 1u-1Mt body's counter and `Arc`, bumped by the
+/// submitter and both workers, is most of a batch's cost on two CPUs; this shows what the
+/// pool's own part of the two paths comes to without it.
 fn bulk_rows() -> Vec<Row> {
-    let rounds = 7;
     let n = BULK_TASKS as f64;
-    let (mut each, mut batch, mut paired) = (Vec::new(), Vec::new(), Vec::new());
-    let ((), others) = with_others(|| {
-        let f = Flock::new();
-        bulk_submit_each(&f.pool, BULK_TASKS);
-        bulk_submit_batch(&f.pool, BULK_TASKS);
-        for round in 0..rounds {
-            let (e, b) = if round % 2 == 0 {
-                let e = bulk_submit_each(&f.pool, BULK_TASKS);
-                (e, bulk_submit_batch(&f.pool, BULK_TASKS))
-            } else {
-                let b = bulk_submit_batch(&f.pool, BULK_TASKS);
-                (bulk_submit_each(&f.pool, BULK_TASKS), b)
-            };
-            each.push(n / secs(e));
-            batch.push(n / secs(b));
-            paired.push(secs(e) / secs(b));
-        }
-    });
+    let (main, others) = with_others(|| paired_rounds(7, n, bulk_submit_each, bulk_submit_batch));
+    let (own, own_others) = with_others(|| paired_rounds(7, n, bulk_own_each, bulk_own_batch));
     std::thread::sleep(Duration::from_millis(20));
+    let (each, batch, paired) = main;
     let mut rows = vec![
         Row::new("bulk-1Mt", "flock", Unit::PerSec, each),
         Row::new("bulk-1Mt", "flock-batch", Unit::PerSec, batch),
@@ -429,7 +418,48 @@ fn bulk_rows() -> Vec<Row> {
     rows[2].note = "ThreadPool::spawn loop (reference)".into();
     let got = median(&paired);
     rows[1].verdict = verdict(got >= 2.0, format!("≥2× flock (submit): {got:.2}×"));
+    let (each, batch, paired) = own;
+    let mut own_rows = vec![
+        Row::new("bulk-1Mt-own", "flock", Unit::PerSec, each),
+        Row::new("bulk-1Mt-own", "flock-batch", Unit::PerSec, batch),
+    ];
+    own_rows[0].note = format!(
+        "diagnostic: tasks bump their worker's own counter (no shared line); Pool::submit; \
+         others kept {own_others:.2} CPUs busy"
+    );
+    own_rows[1].note = format!(
+        "diagnostic, one Pool::submit_batch; ÷ flock: {}",
+        paired_note(&paired)
+    );
+    rows.extend(own_rows);
     rows
+}
+
+/// `rounds` paired runs of `each` and `batch` on one pool (defaults), the order swapped each
+/// round, after one unmeasured run of each: rates (tasks/s) and the paired ratios.
+fn paired_rounds(
+    rounds: usize,
+    n: f64,
+    each: fn(&flock::Pool, usize) -> Duration,
+    batch: fn(&flock::Pool, usize) -> Duration,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut rates_each, mut rates_batch, mut paired) = (Vec::new(), Vec::new(), Vec::new());
+    let f = Flock::new();
+    each(&f.pool, BULK_TASKS);
+    batch(&f.pool, BULK_TASKS);
+    for round in 0..rounds {
+        let (e, b) = if round % 2 == 0 {
+            let e = each(&f.pool, BULK_TASKS);
+            (e, batch(&f.pool, BULK_TASKS))
+        } else {
+            let b = batch(&f.pool, BULK_TASKS);
+            (each(&f.pool, BULK_TASKS), b)
+        };
+        rates_each.push(n / secs(e));
+        rates_batch.push(n / secs(b));
+        paired.push(secs(e) / secs(b));
+    }
+    (rates_each, rates_batch, paired)
 }
 
 /// `lanes-split` (workload 12): both lanes saturated with equal 30 µs tasks; the executed
