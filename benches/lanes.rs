@@ -8,9 +8,11 @@
 //!   equal when the pool splits its time 8 : 1, and their quotient is how far it is off.
 //! * `lanes-p99`: interactive tasks submitted one per millisecond, each timed from its
 //!   submit call to its first clock reading, on an idle pool (`idle`) and while the batch
-//!   lane is saturated with tasks of 50 µs (`saturated`), and while it is saturated with the
-//!   same tasks calling `flock::yield_to_lanes` after every 5 µs of their work
-//!   (`saturated-yielding`). One iteration is one interactive
+//!   lane is saturated with tasks of 50 µs (`saturated`: the default pool, whose lane
+//!   reserve runs an interactive task at once when every worker runs a batch task; and
+//!   `saturated-no-reserve`, built with `lane_reserve(false)`), and while it is saturated
+//!   with the same tasks calling `flock::yield_to_lanes` after every 5 µs of their work
+//!   (`saturated-yielding`, without the reserve). One iteration is one interactive
 //!   task's queue wait (the millisecond gaps are not timed), so criterion prints the mean
 //!   wait.
 //!
@@ -57,6 +59,7 @@ fn p99(c: &mut Criterion) {
     for (name, batch) in [
         ("idle", Batch::Idle),
         ("saturated", Batch::Saturated),
+        ("saturated-no-reserve", Batch::SaturatedNoReserve),
         ("saturated-yielding", Batch::Yielding),
     ] {
         g.bench_function(name, |b| {

@@ -518,14 +518,20 @@ fn lanes_split_rows() -> Vec<Row> {
 }
 
 /// `lanes-p99` (workload 13): p99 queue wait of interactive tasks submitted one per ms
-/// (300 per run), on an idle pool, while the batch lane is saturated with 50 µs tasks, and
-/// while it is saturated with the same tasks calling `flock::yield_to_lanes` every 5 µs; 5
-/// runs of each, in turn, a fresh pool each. The rows' runs are per-run p99s; each saturated
+/// (300 per run), on an idle pool, while the batch lane is saturated with 50 µs tasks (the
+/// default pool, with its lane reserve; and one built with `lane_reserve(false)`, no
+/// target), and while it is saturated with the same tasks calling `flock::yield_to_lanes`
+/// every 5 µs (without the reserve); 5 runs of each, in turn, a fresh pool each. The rows' runs are per-run p99s; each saturated
 /// row's verdict is on the ratio of its median to the idle row's. Target: ≤ 2× idle.
 fn lanes_p99_rows() -> Vec<Row> {
     use lanes::Batch;
     let runs = 5;
-    let kinds = [Batch::Idle, Batch::Saturated, Batch::Yielding];
+    let kinds = [
+        Batch::Idle,
+        Batch::Saturated,
+        Batch::SaturatedNoReserve,
+        Batch::Yielding,
+    ];
     let (trickles, others) = with_others(|| {
         let mut all: Vec<Vec<lanes::Trickle>> = kinds.iter().map(|_| Vec::new()).collect();
         for _ in 0..runs {
@@ -539,7 +545,7 @@ fn lanes_p99_rows() -> Vec<Row> {
         }
         all
     });
-    let (idle, busy, yielding) = (&trickles[0], &trickles[1], &trickles[2]);
+    let (idle, busy, bare, yielding) = (&trickles[0], &trickles[1], &trickles[2], &trickles[3]);
     let p99s = |v: &[lanes::Trickle]| v.iter().map(|t| secs(lanes::p99(&t.waits))).collect();
     let pooled = |v: &[lanes::Trickle], f: fn(&lanes::Trickle) -> &Vec<Duration>| {
         let mut all: Vec<Duration> = v.iter().flat_map(|t| f(t).iter().copied()).collect();
@@ -554,6 +560,12 @@ fn lanes_p99_rows() -> Vec<Row> {
     let mut rows = vec![
         Row::new("lanes-p99", "flock-idle", Unit::Time, p99s(idle)),
         Row::new("lanes-p99", "flock-saturated", Unit::Time, p99s(busy)),
+        Row::new(
+            "lanes-p99",
+            "flock-saturated-no-reserve",
+            Unit::Time,
+            p99s(bare),
+        ),
         Row::new(
             "lanes-p99",
             "flock-saturated-yielding",
@@ -571,18 +583,25 @@ fn lanes_p99_rows() -> Vec<Row> {
     let (p50, p99, _) = pooled(busy, |t| &t.waits);
     let (_, free99, _) = pooled(busy, |t| &t.first_free);
     rows[1].note = format!(
-        "batch lane busy with {} µs tasks; all {k}: p50 {p50}, p99 {p99}; \
-         submit → first batch task end p99 {free99} (the floor without preemption)",
+        "batch lane busy with {} µs tasks, the default pool (lane reserve on); all {k}: \
+         p50 {p50}, p99 {p99}; submit → first batch task end p99 {free99} (the floor \
+         without preemption)",
         lanes::P99_BATCH_US
     );
-    let (p50, p99, _) = pooled(yielding, |t| &t.waits);
+    let (p50, p99, _) = pooled(bare, |t| &t.waits);
+    let (_, free99, _) = pooled(bare, |t| &t.first_free);
     rows[2].note = format!(
-        "the same {} µs batch tasks, each calling flock::yield_to_lanes every {} µs; \
-         all {k}: p50 {p50}, p99 {p99}",
+        "the same, lane_reserve(false): no target, the case the reserve is for; all {k}: \
+         p50 {p50}, p99 {p99}; submit → first batch task end p99 {free99}"
+    );
+    let (p50, p99, _) = pooled(yielding, |t| &t.waits);
+    rows[3].note = format!(
+        "the same {} µs batch tasks, each calling flock::yield_to_lanes every {} µs, \
+         lane_reserve(false); all {k}: p50 {p50}, p99 {p99}",
         lanes::P99_BATCH_US,
         lanes::P99_YIELD_US
     );
-    for i in [1, 2] {
+    for i in [1, 3] {
         let got = rows[i].median() / rows[0].median();
         rows[i].verdict = verdict(got <= 2.0, format!("≤2× idle p99: {got:.2}×"));
     }
@@ -1135,6 +1154,12 @@ fn lanes_text(rows: &[&Row]) -> Vec<String> {
             fmt_value(idle.median(), idle.unit),
             fmt_value(busy.median(), busy.unit),
             met(busy)
+        ));
+    }
+    if let Some(bare) = get("lanes-p99", "flock-saturated-no-reserve") {
+        out.push(format!(
+            "lanes-p99: {} saturated without the lane reserve (no preemption: the first batch task to end).",
+            fmt_value(bare.median(), bare.unit),
         ));
     }
     if let (Some(idle), Some(yielding)) = (

@@ -187,6 +187,11 @@ struct flock_config {
     // The number of entries in lanes. 0 (the default): one lane, "default" (lanes is then
     // not read).
     uint32_t lane_count;
+    // Keep a lane reserve when the lanes differ in weight (default: true): one extra thread,
+    // asleep unless a task submitted to a lane heavier than the lightest would wait because
+    // every worker runs a task of a lighter lane; it then runs that task at once. Its runs
+    // are counted in flock_stats_t.reserve_runs. See the Rust PoolBuilder::lane_reserve.
+    bool lane_reserve;
 };
 
 // See `struct flock_config`.
@@ -253,6 +258,8 @@ struct flock_stats {
     uint64_t caller_runs;
     // Accepted tasks run on a helper thread (FLOCK_WHEN_FULL_SPAWN_THREAD).
     uint64_t spawned_thread;
+    // Tasks of a heavy lane run by the lane reserve (flock_config_t.lane_reserve).
+    uint64_t reserve_runs;
     // Tasks taken from the shared queue.
     uint64_t from_injector;
     // Tasks submitted by tasks onto their worker's own queue.

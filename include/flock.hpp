@@ -119,6 +119,8 @@ struct config : flock_config_t {
     config& spin_limit(uint32_t rounds) noexcept { flock_config_t::spin_limit = rounds; return *this; }
     config& pin_workers(bool on = true) noexcept { flock_config_t::pin_workers = on; return *this; }
     config& track_latency(bool on = true) noexcept { flock_config_t::track_latency = on; return *this; }
+    /// Keep a lane reserve when the lanes differ in weight (see flock_config_t::lane_reserve).
+    config& lane_reserve(bool on = true) noexcept { flock_config_t::lane_reserve = on; return *this; }
     /// The most workers pool::resize may ask for (0: the default, see flock_config_t).
     config& max_workers(uint32_t n) noexcept { flock_config_t::max_workers = n; return *this; }
     /// The pool's lanes, as (name, weight) pairs in index order: lanes({{"ui", 8}, {"batch",

@@ -95,6 +95,7 @@ pub struct PoolBuilder {
     max_spawned_threads: Option<usize>,
     track_latency: bool,
     lanes: Option<Vec<(String, u32)>>,
+    lane_reserve: bool,
     max_workers: Option<usize>,
 }
 
@@ -116,6 +117,8 @@ pub(crate) struct Config {
     pub(crate) track_latency: bool,
     /// `(name, weight)` of each lane; at least one.
     pub(crate) lanes: Vec<(String, u32)>,
+    /// Whether a pool whose lanes differ in weight has a lane reserve.
+    pub(crate) lane_reserve: bool,
     pub(crate) fifo: bool,
     pub(crate) thread_name: NameFn,
     pub(crate) stack_size: Option<usize>,
@@ -139,6 +142,7 @@ impl Default for PoolBuilder {
             max_spawned_threads: None,
             track_latency: false,
             lanes: None,
+            lane_reserve: true,
             max_workers: None,
         }
     }
@@ -157,6 +161,7 @@ impl fmt::Debug for PoolBuilder {
             .field("stack_size", &self.stack_size)
             .field("track_latency", &self.track_latency)
             .field("lanes", &self.lanes)
+            .field("lane_reserve", &self.lane_reserve)
             .field("max_workers", &self.max_workers)
             .finish_non_exhaustive()
     }
@@ -427,6 +432,51 @@ impl PoolBuilder {
         self
     }
 
+    /// Whether a pool whose lanes differ in weight keeps a *lane reserve* (default: yes).
+    ///
+    /// flock does not interrupt a running task, so without the reserve a task submitted to a
+    /// heavy lane while every worker runs a long task of a lighter lane waits until one of
+    /// those ends. The reserve is one extra thread, asleep on a futex until a submitter sees
+    /// exactly that case: then it takes the heavy lane's task from the lane's shared queue
+    /// and runs it at once, the kernel sharing the CPUs between it and the workers, and goes
+    /// back to sleep as soon as a worker is free or runs a lane as heavy. So a heavy lane's
+    /// queue wait stays close to its wait on an idle pool (the bench report's `lanes-p99`).
+    ///
+    /// It serves every lane heavier than the lightest, heaviest first, one task at a time,
+    /// and only tasks queued from outside the workers (a worker's own queue is served at its
+    /// next task boundary). It is not a worker: it is not pinned, runs no worker hooks, has
+    /// no entry in [`Stats::per_worker`](crate::Stats::per_worker), and its tasks count in
+    /// [`Stats::reserve_runs`](crate::Stats::reserve_runs) and their lanes' counts. The time
+    /// it runs is not charged to the lanes' shares (it is time the lighter lanes' tasks lose
+    /// to the kernel's time-slicing, in the rare moments every worker runs one). Tasks it
+    /// runs submit into their own lane, like tasks on a worker; `wait()` or a shutdown from
+    /// one of them is [`WaitError::WouldDeadlock`](crate::WaitError::WouldDeadlock). When it
+    /// takes a bundle of a batch, the jobs after the first go back to the end of their lane's
+    /// queue. A pool with one lane, or lanes all of one weight, has no reserve either way.
+    ///
+    /// ```
+    /// use std::sync::mpsc::channel;
+    /// let pool = flock::Pool::builder()
+    ///     .workers(1)
+    ///     .lanes(&[("interactive", 8), ("batch", 1)])
+    ///     .build()
+    ///     .unwrap();
+    /// let (release, hold) = channel::<()>();
+    /// let (started, batch_started) = channel();
+    /// pool.submit_to("batch", move || { started.send(()).unwrap(); hold.recv().unwrap(); })
+    ///     .unwrap();
+    /// batch_started.recv().unwrap(); // the only worker is busy with a batch task
+    /// let answer = pool.spawn_to("interactive", || 42);
+    /// assert_eq!(answer.join().unwrap(), 42); // ran on the reserve, the batch task still going
+    /// release.send(()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.stats().reserve_runs, 1);
+    /// ```
+    pub fn lane_reserve(mut self, on: bool) -> Self {
+        self.lane_reserve = on;
+        self
+    }
+
     /// The most workers [`Pool::resize`] may grow the pool to. Default: the larger of the
     /// starting worker count and the number of CPUs this process may run on. Each allowed
     /// worker has its slot (a deque per lane, a counter shard, a parker) from the start, so
@@ -509,6 +559,7 @@ impl PoolBuilder {
             max_spawned_threads,
             track_latency: self.track_latency,
             lanes,
+            lane_reserve: self.lane_reserve,
             fifo: self.fifo,
             thread_name,
             stack_size: self.stack_size,
@@ -567,7 +618,7 @@ fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>
 fn start(cfg: Config) -> Result<Pool, BuildError> {
     let workers = cfg.workers;
     let registry = Arc::new(Registry::new(cfg));
-    match Registry::resize(&registry, workers) {
+    match Registry::resize(&registry, workers).and_then(|()| Registry::start_reserve(&registry)) {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {

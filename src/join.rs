@@ -141,7 +141,8 @@ where
     });
     // SAFETY: we block on the latch below before `job` can go out of scope.
     let queued = unsafe { job.as_job(COUNTED) };
-    Registry::dispatch(registry, shard, route, queued, 0);
+    let lane = registry.outside_lane(None);
+    Registry::dispatch(registry, shard, route, queued, lane);
     job.latch.wait();
     job.take_result().unwrap_or_else(|p| resume_unwind(p))
 }

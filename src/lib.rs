@@ -32,6 +32,7 @@ mod latch;
 mod metrics;
 mod pool;
 mod registry;
+mod reserve;
 mod scope;
 mod sleep;
 mod spawn;

@@ -88,6 +88,14 @@ impl Pool {
         Pool { registry }
     }
 
+    /// Whether the calling thread is running one of this pool's tasks: it is one of the
+    /// pool's workers, or a thread running a task for the pool off the workers (the caller
+    /// under `CallerRuns`, a helper thread, the lane reserve). Waiting for the pool from
+    /// there would wait for the calling task itself.
+    fn inside(&self) -> bool {
+        self.own_worker(|w| w.is_some()) || self.registry.runs_task_off_worker_here()
+    }
+
     /// This pool's worker, if the calling thread is one.
     fn own_worker<R>(&self, f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
         with_current(|w| f(w.filter(|w| w.is_in(&self.registry))))
@@ -159,7 +167,8 @@ impl Pool {
             let shard = reg.counters.external();
             match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
                 Ok(route) => {
-                    Registry::dispatch(reg, shard, route, fire_and_forget(task), lane.unwrap_or(0))
+                    let lane = reg.outside_lane(lane);
+                    Registry::dispatch(reg, shard, route, fire_and_forget(task), lane)
                 }
                 Err(reason) => return Err(SubmitError::new(task, reason)),
             }
@@ -232,7 +241,7 @@ impl Pool {
             return Ok(n);
         }
         let reg = &self.registry;
-        let lane = lane.unwrap_or(0);
+        let lane = self.registry.outside_lane(lane);
         let mut batch = Vec::with_capacity(BATCH);
         let mut accepted = 0;
         loop {
@@ -375,7 +384,7 @@ impl Pool {
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
                 let (job, handle) = spawn_job(reg, task);
-                Registry::dispatch(reg, shard, route, job, lane.unwrap_or(0));
+                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
                 Ok(handle)
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
@@ -439,7 +448,7 @@ impl Pool {
     /// with nothing outstanding.
     ///
     /// # Errors
-    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own workers;
+    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own tasks;
     /// [`WaitError::Paused`] when the pool is (or becomes) paused while tasks wait in a
     /// queue, which would otherwise wait until someone calls [`resume`](Pool::resume).
     /// Paused with only running tasks left, it waits for them.
@@ -450,7 +459,7 @@ impl Pool {
     /// pool.wait().unwrap();
     /// ```
     pub fn wait(&self) -> Result<(), WaitError> {
-        if self.own_worker(|w| w.is_some()) {
+        if self.inside() {
             return Err(WaitError::WouldDeadlock);
         }
         match self.registry.wait_quiescent(None, true) {
@@ -460,7 +469,7 @@ impl Pool {
     }
 
     /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
-    /// Called from one of the pool's own workers it cannot wait, and returns `false` at once.
+    /// Called from one of the pool's own tasks it cannot wait, and returns `false` at once.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -468,7 +477,7 @@ impl Pool {
     /// assert!(pool.wait_timeout(std::time::Duration::from_secs(10)));
     /// ```
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        if self.own_worker(|w| w.is_some()) {
+        if self.inside() {
             return false;
         }
         self.registry
@@ -481,7 +490,7 @@ impl Pool {
     /// racing it either get their task in (and it runs) or get it back.
     ///
     /// # Errors
-    /// [`WaitError::WouldDeadlock`] from one of the pool's own workers (nothing is changed).
+    /// [`WaitError::WouldDeadlock`] from one of the pool's own tasks (nothing is changed).
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -528,7 +537,7 @@ impl Pool {
     }
 
     fn close(&self, now: bool, deadline: Option<Instant>) -> Result<u64, WaitError> {
-        if self.own_worker(|w| w.is_some()) {
+        if self.inside() {
             return Err(WaitError::WouldDeadlock);
         }
         let reg = &self.registry;
@@ -669,7 +678,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if self.own_worker(|w| w.is_some()) {
+        if self.inside() {
             // Dropped by one of its own tasks: a thread cannot join itself. Close the pool;
             // the workers drain and exit on their own.
             self.registry.begin_shutdown(false);

@@ -3,17 +3,29 @@
 
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer, Worker as Deque};
-use crate::job::{Job, Outcome, INJECTED, RESERVED};
+use crate::job::{Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{Counters, LaneStat, Proto, Shard, Stat};
 use crate::metrics::histogram::Latency;
+use crate::reserve::Reserve;
 use crate::sleep::Sleep;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{
+    facade_thread_local, fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering,
+};
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
 use crate::{RejectReason, ResizeError};
 use crossbeam_utils::CachePadded;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
+
+facade_thread_local! {
+    /// On a thread that is not a worker, while it runs a pool's task (`run_off_worker`: the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): that pool's registry
+    /// address and the task's lane, so that what the task submits without naming a lane
+    /// inherits it, as on a worker. `(0, 0)` otherwise.
+    static OFF_WORKER_LANE: Cell<(usize, usize)> = Cell::new((0, 0));
+}
 
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
@@ -111,6 +123,8 @@ pub(crate) struct Registry {
     /// `Slots::shown`, readable without the lock.
     shown: AtomicUsize,
     pub(crate) sleep: Sleep,
+    /// The lane reserve (`src/reserve.rs`), when the lanes differ in weight and it is on.
+    pub(crate) reserve: Option<Reserve>,
     pub(crate) counters: Counters,
     /// Queue-wait and run-time histograms, when `track_latency` is on.
     pub(crate) latency: Option<Latency>,
@@ -182,6 +196,11 @@ impl Registry {
             spare_bundles: Mutex::new(Vec::new()),
             shown: AtomicUsize::new(0),
             sleep: Sleep::new(slots),
+            reserve: if cfg.lane_reserve {
+                Reserve::new(slots, &cfg.lanes)
+            } else {
+                None
+            },
             counters: Counters::new(slots),
             latency: cfg.track_latency.then(|| Latency::new(slots)),
             flush_threshold: per_worker.clamp(1, 64),
@@ -447,6 +466,9 @@ impl Registry {
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
         // unpacks it search (spin) and steal from that one's deque.
         self.sleep.notify_new_work_n(n);
+        if let Some(reserve) = &self.reserve {
+            reserve.notify(self, lane);
+        }
     }
 
     /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
@@ -535,6 +557,9 @@ impl Registry {
                 });
                 this.lanes[lane].injector.push(job);
                 this.sleep.notify_new_work();
+                if let Some(reserve) = &this.reserve {
+                    reserve.notify(this, lane);
+                }
             }
             Route::Caller => {
                 shard.stat_shared(Stat::CallerRuns, 1);
@@ -544,13 +569,31 @@ impl Registry {
         }
     }
 
+    /// The lane of a task submitted from a thread that is not one of our workers, when the
+    /// caller named `lane` (or not): the lane of the task this thread runs for us off the
+    /// workers, if any, else the first.
+    pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
+        lane.unwrap_or_else(|| {
+            let (registry, lane) = OFF_WORKER_LANE.with(Cell::get);
+            if registry == ptr_id(self) {
+                lane
+            } else {
+                0
+            }
+        })
+    }
+
     /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
     pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job, lane: usize) {
         let timing = self
             .latency
             .as_ref()
             .map(|l| (l, job.queued_at_ns(), self.now_ns()));
-        let end = match catch_unwind(AssertUnwindSafe(|| job.run())) {
+        let counted = job.flags() & COUNTED != 0;
+        let outer = OFF_WORKER_LANE.with(|c| c.replace((ptr_id(self), lane)));
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        OFF_WORKER_LANE.with(|c| c.set(outer));
+        let end = match result {
             Ok(Outcome::Done) => Proto::Completed,
             Ok(Outcome::Panicked) => Proto::Panicked,
             Ok(Outcome::Skipped) => return,
@@ -559,15 +602,19 @@ impl Registry {
                 Proto::Panicked
             }
         };
-        if let Some((latency, queued, start)) = timing {
-            let shard = latency.external();
-            shard.wait.record_shared(start.saturating_sub(queued));
-            shard.run.record_shared(self.now_ns().saturating_sub(start));
+        // Every job admitted from outside is counted; the lane reserve may also take up an
+        // uncounted one a worker's queue handed back (as a worker counts only `COUNTED`).
+        if counted {
+            if let Some((latency, queued, start)) = timing {
+                let shard = latency.external();
+                shard.wait.record_shared(start.saturating_sub(queued));
+                shard.run.record_shared(self.now_ns().saturating_sub(start));
+            }
+            if self.lanes.len() > 1 {
+                shard.lane_shared(LaneStat::Executed, lane, 1);
+            }
+            shard.add_shared(end, 1);
         }
-        if self.lanes.len() > 1 {
-            shard.lane_shared(LaneStat::Executed, lane, 1);
-        }
-        shard.add_shared(end, 1);
         self.after_finish_off_worker();
     }
 
@@ -743,6 +790,16 @@ impl Registry {
             // re-check follows its own acquire of the lock) and one that announced before is
             // woken.
             self.sleep.wake_all();
+            if let Some(reserve) = &self.reserve {
+                // F1 for the reserve (sleep/README.md, "The lane reserve"): it either sees the
+                // bit cleared in its look before sleeping, or we see it asleep here.
+                fence(Ordering::SeqCst);
+                for lane in 0..self.lanes.len() {
+                    if !self.lanes[lane].injector.is_empty() {
+                        reserve.notify(self, lane);
+                    }
+                }
+            }
         }
     }
 
@@ -841,6 +898,20 @@ impl Registry {
                 Err(err)
             }
         }
+    }
+
+    /// Starts the lane reserve's thread, if the pool has one (once, at build). Its handle
+    /// joins the helpers', which `join_threads` joins after the workers have left.
+    pub(crate) fn start_reserve(this: &Arc<Registry>) -> Result<(), ResizeError> {
+        if this.reserve.is_none() {
+            return Ok(());
+        }
+        let reg = this.clone();
+        let name = "flock-lane-reserve".to_owned();
+        let handle = thread::spawn(name, this.cfg.stack_size, move || Reserve::run(&reg))
+            .map_err(ResizeError::ThreadSpawn)?;
+        this.helpers.lock().push(handle);
+        Ok(())
     }
 
     fn set_target(&self, n: usize) {
@@ -957,6 +1028,16 @@ impl Registry {
         }
         self.notify_waiters();
         self.sleep.wake_all();
+        if let Some(reserve) = &self.reserve {
+            reserve.unpark();
+        }
+    }
+
+    /// Whether the calling thread, not a worker, is running one of our tasks now (the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
+    /// from there would wait for that task itself.
+    pub(crate) fn runs_task_off_worker_here(&self) -> bool {
+        OFF_WORKER_LANE.with(Cell::get).0 == ptr_id(self)
     }
 
     pub(crate) fn note_dropped_by_shutdown(&self) {
@@ -1016,6 +1097,11 @@ impl Registry {
             let _ = h.join();
         }
     }
+}
+
+/// A registry's address, as `OFF_WORKER_LANE` keeps it (never 0).
+fn ptr_id(registry: &Registry) -> usize {
+    std::ptr::from_ref(registry) as usize
 }
 
 /// How `wait_quiescent` ended.

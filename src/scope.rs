@@ -166,7 +166,10 @@ impl<'scope> Scope<'scope> {
             .registry
             .admit(shard, Admission::Bounded(Backpressure::CallerRuns))
         {
-            Ok(route) => Registry::dispatch(&self.registry, shard, route, job, 0),
+            Ok(route) => {
+                let lane = self.registry.outside_lane(None);
+                Registry::dispatch(&self.registry, shard, route, job, lane)
+            }
             // Shut down: run it here, uncounted, so the scope still completes.
             Err(_) => {
                 let _ = job.run();

@@ -1,7 +1,8 @@
 //! Priority lanes: each worker shares its time between the lanes with work in proportion to
 //! their weights (start-time fair queueing over measured run time); tasks inherit their
 //! parent's lane; FIFO within a lane; unknown lanes and bad lane lists are refused; per-lane
-//! statistics add up.
+//! statistics add up; the lane reserve runs a heavy lane's task at once when every worker runs
+//! a lighter lane's, and only then.
 
 mod common;
 
@@ -222,7 +223,14 @@ fn a_lane_that_gets_work_is_served_at_the_next_task_boundary() {
     let _serial = serial();
     watchdog(60, "next task boundary", || {
         for (fill, arrive) in [(BATCH, INTERACTIVE), (INTERACTIVE, BATCH)] {
-            let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
+            // Without the lane reserve, which would run the interactive task at once (tested
+            // below): this is about the worker's own choice at its task boundary.
+            let pool = Pool::builder()
+                .workers(1)
+                .lanes(LANES)
+                .lane_reserve(false)
+                .build()
+                .unwrap();
             let seq = Arc::new(AtomicUsize::new(0));
             // The worker is held in the `fill` lane while 1000 more of its tasks queue.
             let gate = Gate::new();
@@ -685,5 +693,201 @@ fn yield_to_lanes_gives_heavier_lanes_only_their_share() {
         pool.resume();
         pool.wait().unwrap();
         assert_eq!(ran.load(SeqCst), 51);
+    });
+}
+
+/// Occupies every worker of `pool` with a task of `lane` blocked on the returned gate, one at
+/// a time (each submitted once the one before it runs, so no worker takes two).
+fn stall_in(pool: &Pool, lane: usize) -> Gate {
+    let gate = Gate::new();
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..pool.workers() {
+        let (gate, tx) = (gate.clone(), tx.clone());
+        pool.submit_to(lane, move || {
+            tx.send(()).unwrap();
+            gate.wait();
+        })
+        .unwrap();
+        rx.recv().expect("a free worker picks up the stall task");
+    }
+    gate
+}
+
+/// With every worker held in a batch task, an interactive task submitted from outside runs at
+/// once on the lane reserve (not a worker), counted in its lane and in `reserve_runs`; a batch
+/// task submitted beside it waits for a worker; what the reserve's task submits inherits its
+/// lane; `wait()` from it is refused instead of waiting for itself.
+#[test]
+fn the_lane_reserve_runs_a_heavy_task_while_every_worker_runs_a_light_one() {
+    let _serial = serial();
+    watchdog(60, "lane reserve", || {
+        let pool = Arc::new(Pool::builder().workers(2).lanes(LANES).build().unwrap());
+        let gate = stall_in(&pool, BATCH);
+        let batch_ran = Arc::new(AtomicUsize::new(0));
+        let b = batch_ran.clone();
+        pool.submit_to(BATCH, move || {
+            b.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+        let p = pool.clone();
+        let answer = pool.spawn_to(INTERACTIVE, move || {
+            let child = p.spawn(flock::current_worker_index);
+            let waited = p.wait();
+            (flock::current_worker_index(), waited, child)
+        });
+        // Joined while both workers are still held: only the reserve can have run it.
+        let (worker, waited, child) = answer.join().unwrap();
+        assert_eq!(worker, None, "ran on the reserve, not a worker");
+        assert_eq!(waited, Err(flock::WaitError::WouldDeadlock));
+        // The child (its lane's second task) is also run by the reserve: the workers are held.
+        assert_eq!(child.join().unwrap(), None);
+        assert_eq!(
+            batch_ran.load(SeqCst),
+            0,
+            "the reserve never runs the lightest lane"
+        );
+        gate.open();
+        pool.wait().unwrap();
+        assert_eq!(batch_ran.load(SeqCst), 1);
+        let s = pool.stats();
+        assert_eq!((s.submitted, s.completed), (5, 5), "{s}");
+        if cfg!(feature = "metrics") {
+            assert_eq!(s.reserve_runs, 2, "{s}");
+            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+            assert_eq!(lanes, [(2, 2), (3, 3)], "interactive, batch\n{s}");
+        }
+    });
+}
+
+/// The reserve stays asleep while some worker runs a task of a lane as heavy as the new
+/// task's (that lane is served at its next boundary), when turned off, with lanes of one
+/// weight, and while the pool is paused (`resume` wakes it).
+#[test]
+fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
+    let _serial = serial();
+    watchdog(60, "lane reserve: when not", || {
+        let run_interactive = |pool: &Pool| {
+            let (tx, rx) = mpsc::channel();
+            pool.submit_to(INTERACTIVE, move || {
+                tx.send(flock::current_worker_index()).unwrap();
+            })
+            .unwrap();
+            rx
+        };
+        // One worker held in an interactive task, the other in a batch task.
+        let pool = Pool::builder().workers(2).lanes(LANES).build().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (g1, g2) = (Gate::new(), Gate::new());
+        for (lane, gate) in [(INTERACTIVE, g1.clone()), (BATCH, g2.clone())] {
+            let tx = tx.clone();
+            pool.submit_to(lane, move || {
+                tx.send(()).unwrap();
+                gate.wait();
+            })
+            .unwrap();
+            rx.recv().unwrap();
+        }
+        let ran = run_interactive(&pool);
+        g1.open();
+        g2.open();
+        assert!(ran.recv().unwrap().is_some(), "waited for a worker");
+
+        // Turned off: the task waits for the held worker.
+        let pool = Pool::builder()
+            .workers(1)
+            .lanes(LANES)
+            .lane_reserve(false)
+            .build()
+            .unwrap();
+        let gate = stall_in(&pool, BATCH);
+        let ran = run_interactive(&pool);
+        assert_eq!(
+            ran.recv_timeout(Duration::from_millis(50)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        gate.open();
+        assert_eq!(ran.recv().unwrap(), Some(0));
+
+        // Paused: not started by the reserve either; `resume` wakes the reserve for it (the
+        // only worker is still held).
+        let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
+        let gate = stall_in(&pool, BATCH);
+        pool.pause();
+        let ran = run_interactive(&pool);
+        assert_eq!(
+            ran.recv_timeout(Duration::from_millis(50)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        pool.resume();
+        assert_eq!(ran.recv().unwrap(), None, "run by the reserve");
+        gate.open();
+        pool.wait().unwrap();
+
+        // Lanes of one weight have no reserve: nothing is heavier than anything.
+        let pool = Pool::builder()
+            .workers(1)
+            .lanes(&[("a", 2), ("b", 2)])
+            .build()
+            .unwrap();
+        let gate = stall_in(&pool, 1);
+        let ran = run_interactive(&pool);
+        assert_eq!(
+            ran.recv_timeout(Duration::from_millis(50)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        gate.open();
+        assert_eq!(ran.recv().unwrap(), Some(0));
+    });
+}
+
+/// A task run on the submitting thread (`Backpressure::CallerRuns`, the queue full) is in its
+/// lane like any other: what it submits without naming a lane goes there, and `wait()` from
+/// it is refused instead of waiting for itself.
+#[test]
+fn a_task_its_caller_runs_keeps_its_lane() {
+    let _serial = serial();
+    watchdog(60, "caller runs: lane", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .lanes(LANES)
+                .capacity(1)
+                .when_full(flock::Backpressure::CallerRuns)
+                .build()
+                .unwrap(),
+        );
+        let gate = stall_in(&pool, BATCH);
+        // Fills the queue (capacity 1) behind the held worker.
+        pool.submit_to(BATCH, || ()).unwrap();
+        let p = pool.clone();
+        let (tx, rx) = mpsc::channel();
+        pool.submit_to(BATCH, move || {
+            let child_tx = tx.clone();
+            // Full again: the child runs here too, nested, and reports where it ran.
+            p.submit(move || {
+                child_tx
+                    .send(("child", std::thread::current().id()))
+                    .unwrap()
+            })
+            .unwrap();
+            tx.send(("parent", std::thread::current().id())).unwrap();
+            assert_eq!(p.wait(), Err(flock::WaitError::WouldDeadlock));
+            assert!(!p.wait_timeout(Duration::from_secs(1)));
+        })
+        .unwrap();
+        let me = std::thread::current().id();
+        assert_eq!(
+            rx.try_iter().collect::<Vec<_>>(),
+            [("child", me), ("parent", me)]
+        );
+        gate.open();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!(s.completed, 4, "{s}");
+        if cfg!(feature = "metrics") {
+            assert_eq!(s.caller_runs, 2, "{s}");
+            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+            assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");
+        }
     });
 }

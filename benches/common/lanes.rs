@@ -31,15 +31,22 @@ pub const P99_BATCH_US: u64 = 50;
 /// task (10 slices of its 50 µs).
 pub const P99_YIELD_US: u64 = 5;
 
-/// What the batch lane does during a `lanes-p99` run.
+/// What the batch lane does during a `lanes-p99` run, and whether the pool has its lane
+/// reserve (`PoolBuilder::lane_reserve`, on by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batch {
-    /// Nothing: the interactive tasks find an idle pool.
+    /// Nothing: the interactive tasks find an idle pool (the default pool).
     Idle,
-    /// Saturated with tasks of [`P99_BATCH_US`] µs of CPU that never yield.
+    /// Saturated with tasks of [`P99_BATCH_US`] µs of CPU that never yield (the default
+    /// pool: the lane reserve runs an interactive task that arrives while every worker runs
+    /// a batch task).
     Saturated,
+    /// As `Saturated`, in a pool built with `lane_reserve(false)`: an interactive task waits
+    /// for the first worker to finish its batch task (no preemption).
+    SaturatedNoReserve,
     /// Saturated with the same tasks, each calling `flock::yield_to_lanes` after every
-    /// [`P99_YIELD_US`] µs of its work (a cooperative preemption point).
+    /// [`P99_YIELD_US`] µs of its work (a cooperative preemption point), in a pool built with
+    /// `lane_reserve(false)` so that the yield points alone are measured.
     Yielding,
 }
 /// `lanes-p99`: interactive tasks per run, one every `P99_INTERVAL`.
@@ -48,13 +55,14 @@ pub const P99_INTERVAL: Duration = Duration::from_millis(1);
 /// `lanes-p99`: time between resuming the pool and the first interactive task.
 pub const P99_WARM: Duration = Duration::from_millis(50);
 
-/// The pool of both lane workloads (see the module doc).
-pub fn lanes_pool() -> flock::Pool {
+/// The pool of both lane workloads (see the module doc), with or without its lane reserve.
+pub fn lanes_pool(reserve: bool) -> flock::Pool {
     flock::Pool::builder()
         .workers(super::workers())
         .lanes(&LANES)
         .capacity(usize::MAX)
         .track_latency(true)
+        .lane_reserve(reserve)
         .build()
         .expect("flock pool with lanes")
 }
@@ -149,7 +157,7 @@ impl Split {
 /// `Stats::lanes`). The rest is dropped with `shutdown_now`.
 pub fn lanes_split(task_us: u64, window: Duration) -> Split {
     super::spins_per_us();
-    let pool = lanes_pool();
+    let pool = lanes_pool(true);
     let n = saturating(task_us, SPLIT_WARM + window);
     pool.pause();
     for (lane, _) in LANES {
@@ -176,7 +184,7 @@ pub fn lanes_split(task_us: u64, window: Duration) -> Split {
 pub struct Trickle {
     /// Each interactive task's queue wait: submit call → the task's first clock reading.
     pub waits: Vec<Duration>,
-    /// [`Batch::Saturated`] runs only: for each interactive task, submit call → the end of the first
+    /// Saturated runs only: for each interactive task, submit call → the end of the first
     /// batch task to end after it, i.e. the first moment a worker was free to take it. A
     /// scheduler that never interrupts a running task cannot do better than this.
     pub first_free: Vec<Duration>,
@@ -203,7 +211,7 @@ impl Clock {
 pub fn lanes_trickle(batch: Batch, samples: usize, interval: Duration) -> Trickle {
     let saturate = batch != Batch::Idle;
     super::spins_per_us();
-    let pool = lanes_pool();
+    let pool = lanes_pool(matches!(batch, Batch::Idle | Batch::Saturated));
     let interactive = pool.lane(LANES[0].0).expect("interactive lane");
     let clock = Arc::new(Clock(Instant::now()));
     let n = if saturate {
@@ -249,7 +257,7 @@ pub fn lanes_trickle(batch: Batch, samples: usize, interval: Duration) -> Trickl
     pool.shutdown_now().expect("shutdown_now from outside");
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(seen.len(), samples, "every interactive task ran once");
-    let first_free = if batch == Batch::Saturated {
+    let first_free = if saturate {
         first_free(&seen, &ends)
     } else {
         Vec::new()

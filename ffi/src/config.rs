@@ -84,6 +84,11 @@ pub struct flock_config {
     /// The number of entries in lanes. 0 (the default): one lane, "default" (lanes is then
     /// not read).
     pub lane_count: u32,
+    /// Keep a lane reserve when the lanes differ in weight (default: true): one extra thread,
+    /// asleep unless a task submitted to a lane heavier than the lightest would wait because
+    /// every worker runs a task of a lighter lane; it then runs that task at once. Its runs
+    /// are counted in flock_stats_t.reserve_runs. See the Rust PoolBuilder::lane_reserve.
+    pub lane_reserve: bool,
 }
 
 /// See `struct flock_config`.
@@ -106,6 +111,7 @@ impl flock_config {
             max_workers: 0,
             lanes: ptr::null(),
             lane_count: 0,
+            lane_reserve: true,
         }
     }
 }
@@ -138,7 +144,8 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilde
         .when_full(policy(field!(when_full as u32))?)
         .spin_limit(field!(spin_limit as u32))
         .pin_workers(field!(pin_workers as u8) != 0)
-        .track_latency(field!(track_latency as u8) != 0);
+        .track_latency(field!(track_latency as u8) != 0)
+        .lane_reserve(field!(lane_reserve as u8) != 0);
     let block_timeout_ns = field!(block_timeout_ns as u64);
     if block_timeout_ns != 0 {
         b = b.block_timeout(Duration::from_nanos(block_timeout_ns));

@@ -68,6 +68,8 @@ pub struct flock_stats {
     pub caller_runs: u64,
     /// Accepted tasks run on a helper thread (FLOCK_WHEN_FULL_SPAWN_THREAD).
     pub spawned_thread: u64,
+    /// Tasks of a heavy lane run by the lane reserve (flock_config_t.lane_reserve).
+    pub reserve_runs: u64,
     /// Tasks taken from the shared queue.
     pub from_injector: u64,
     /// Tasks submitted by tasks onto their worker's own queue.
@@ -202,6 +204,7 @@ impl From<&Stats> for flock_stats {
             rejected_shutdown: s.rejected_shutdown,
             caller_runs: s.caller_runs,
             spawned_thread: s.spawned_thread,
+            reserve_runs: s.reserve_runs,
             from_injector: s.from_injector,
             local_pushes: s.local_pushes,
             parks: s.parks,

@@ -45,8 +45,10 @@ pub(crate) enum Stat {
     LocalPushes,
     Parks,
     Wakeups,
+    /// Tasks the lane reserve ran (`src/reserve.rs`).
+    ReserveRuns,
 }
-const STATS: usize = 11;
+const STATS: usize = 12;
 
 /// Per-lane statistics, kept only when the pool has more than one lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

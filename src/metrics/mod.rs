@@ -55,6 +55,9 @@ pub struct Stats {
     pub caller_runs: u64,
     /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`).
     pub spawned_thread: u64,
+    /// Tasks the lane reserve ran: tasks of a heavy lane that would otherwise have waited
+    /// for a lighter lane's task to end (see [`PoolBuilder::lane_reserve`](crate::PoolBuilder::lane_reserve)).
+    pub reserve_runs: u64,
     /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
     /// tasks it holds).
     pub stolen: u64,
@@ -263,6 +266,7 @@ impl Registry {
             rejected_shutdown,
             caller_runs: stat(Stat::CallerRuns),
             spawned_thread: stat(Stat::SpawnedThread),
+            reserve_runs: stat(Stat::ReserveRuns),
             stolen: stat(Stat::Stolen),
             from_injector: stat(Stat::FromInjector),
             local_pushes: stat(Stat::LocalPushes),
@@ -377,12 +381,13 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "  refused  full {}  timeout {}  shutdown {}   ran on caller {}  on helper thread {}",
+            "  refused  full {}  timeout {}  shutdown {}   ran on caller {}  on helper thread {}  on lane reserve {}",
             self.rejected_full,
             self.rejected_timeout,
             self.rejected_shutdown,
             self.caller_runs,
-            self.spawned_thread
+            self.spawned_thread,
+            self.reserve_runs
         )?;
         writeln!(
             f,
@@ -518,6 +523,12 @@ impl Stats {
             "counter",
             "Tasks run on a helper thread.",
             &one(self.spawned_thread),
+        );
+        metric(
+            "tasks_reserve_runs_total",
+            "counter",
+            "Tasks of a heavy lane run by the lane reserve.",
+            &one(self.reserve_runs),
         );
         metric(
             "tasks_stolen_total",

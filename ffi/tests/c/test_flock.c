@@ -130,6 +130,7 @@ static void test_config_init_and_defaults(void) {
     CHECK_EQ(cfg.when_full, FLOCK_WHEN_FULL_BLOCK);
     CHECK_EQ(cfg.block_timeout_ns, 0);
     CHECK(!cfg.fifo && !cfg.pin_workers && !cfg.track_latency);
+    CHECK(cfg.lane_reserve);
     CHECK_EQ(cfg.spin_limit, 20);
     CHECK_EQ(cfg.max_spawned_threads, 0);
     CHECK_EQ(cfg.stack_size, 0);
@@ -793,6 +794,62 @@ static void test_yield_to_lanes(void) {
     flock_pool_free(pool);
 }
 
+typedef struct {
+    flock_pool_t *pool;
+    atomic_int lo_started;
+    atomic_int hi_worker; /* where the hi task ran; -2 until it ran */
+    int hi_before_lo_ended;
+} reserved_t;
+
+static void reserve_hi(void *arg) {
+    reserved_t *r = arg;
+    atomic_store(&r->hi_worker, flock_current_worker());
+}
+
+/* A "lo" task holding the only worker until the "hi" task ran, or for 200 ms at most. */
+static void reserve_lo(void *arg) {
+    reserved_t *r = arg;
+    atomic_store(&r->lo_started, 1);
+    for (int i = 0; i < 200 && atomic_load(&r->hi_worker) == -2; i++) sleep_ms(1);
+    r->hi_before_lo_ended = atomic_load(&r->hi_worker) != -2;
+}
+
+/* With the only worker in a "lo" task, a "hi" task submitted from outside runs at once on the
+ * lane reserve (flock_current_worker() == -1 there), counted in reserve_runs; with
+ * lane_reserve false it waits for the worker. */
+static void test_lane_reserve(void) {
+    flock_lane_t lanes[2] = {{"hi", 8}, {"lo", 1}};
+    for (int on = 1; on >= 0; on--) {
+        flock_config_t cfg;
+        flock_config_init(&cfg);
+        CHECK(cfg.lane_reserve);
+        cfg.workers = 1;
+        cfg.lanes = lanes;
+        cfg.lane_count = 2;
+        cfg.lane_reserve = on;
+        flock_pool_t *pool = NULL;
+        CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+        reserved_t r = {pool, 0, -2, 0};
+        CHECK_STATUS(flock_submit_lane(pool, 1, reserve_lo, &r), FLOCK_OK);
+        while (!atomic_load(&r.lo_started)) sleep_ms(1);
+        CHECK_STATUS(flock_submit_lane(pool, 0, reserve_hi, &r), FLOCK_OK);
+        CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+        flock_stats_t s;
+        CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+        CHECK_EQ(s.completed, 2);
+        if (on) {
+            CHECK(r.hi_before_lo_ended);
+            CHECK_EQ(atomic_load(&r.hi_worker), -1);
+            CHECK_EQ(s.reserve_runs, 1);
+        } else {
+            CHECK(!r.hi_before_lo_ended);
+            CHECK_EQ(atomic_load(&r.hi_worker), 0);
+            CHECK_EQ(s.reserve_runs, 0);
+        }
+        flock_pool_free(pool);
+    }
+}
+
 static void test_unknown_lane(void) {
     flock_lane_t lanes[2] = {{"a", 1}, {"b", 1}};
     flock_pool_t *pool = new_lane_pool(1, lanes, 2);
@@ -1414,6 +1471,7 @@ int main(void) {
     RUN(test_latency);
     RUN(test_lane_submit_and_stats);
     RUN(test_yield_to_lanes);
+    RUN(test_lane_reserve);
     RUN(test_unknown_lane);
     RUN(test_lane_config_invalid);
     RUN(test_resize_under_concurrent_submits);

@@ -205,6 +205,9 @@ static void test_config_lanes_survive_copies() {
     CHECK_EQ(s.lane_count, 2);
     CHECK_EQ(s.max_workers, 4);
 
+    CHECK(copy.flock_config_t::lane_reserve);  // on by default
+    CHECK(!flock::config().lane_reserve(false).flock_config_t::lane_reserve);
+
     flock::config none = flock::config().lanes({{"x", 1}}).lanes({});  // back to the default
     CHECK(none.flock_config_t::lanes == nullptr);
     CHECK_EQ(none.flock_config_t::lane_count, 0);

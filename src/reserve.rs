@@ -1,0 +1,302 @@
+//! The lane reserve: one extra thread in a pool whose lanes have different weights, asleep
+//! unless a task of a heavy lane would otherwise wait for a light lane's task to end.
+//!
+//! flock does not preempt a running task. Without the reserve, a task submitted to a heavy
+//! lane (say `"interactive"`) while every worker runs a long task of a lighter lane (say
+//! `"batch"`) waits until one of those tasks ends. With it, the submitter sees that case
+//! and wakes the reserve, which takes the task from its lane's shared queue and runs it at
+//! once, on a thread of its own: the kernel shares the CPUs between it and the workers, as
+//! it does with any thread that wakes up. It runs such tasks one at a time, for as long as
+//! the case lasts, then sleeps again (on a futex, no timer).
+//!
+//! The protocol, and why a missed wake-up of the reserve can delay a task but never lose one
+//! (the workers still run everything queued), is in `sleep/README.md`, "The lane reserve".
+
+use crate::deque::Steal;
+use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
+use crate::metrics::counters::{Proto, Stat};
+use crate::registry::Registry;
+use crate::sync::{fence, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::unwind::drop_payload;
+use crossbeam_utils::CachePadded;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// `Reserve::state`: the reserve is asleep or about to be; a waker must unpark it.
+const ASLEEP: usize = 0;
+/// `Reserve::state`: the reserve is awake (or a waker has unparked it) and will look at the
+/// queues again before it sleeps.
+const AWAKE: usize = 1;
+
+pub(crate) struct Reserve {
+    /// Per worker slot: the weight of the lane whose task the slot's worker is running, or
+    /// 0 between tasks. Written only by that worker (a task's start and end); read by
+    /// submitters and the reserve to decide whether a lane's task would wait.
+    running: Box<[CachePadded<AtomicUsize>]>,
+    /// `ASLEEP` or `AWAKE` (see `Reserve::notify` and `Reserve::run`).
+    state: CachePadded<AtomicUsize>,
+    /// The reserve's parker: a token an unpark sets and a park consumes.
+    token: Mutex<bool>,
+    cond: Condvar,
+    /// The lanes the reserve serves, heaviest first: all but the lightest.
+    order: Box<[usize]>,
+    /// The lightest lane weight: lanes of this weight are never served here.
+    min_weight: u32,
+    /// The heaviest lane weight.
+    max_weight: usize,
+}
+
+impl Reserve {
+    /// The reserve of a pool with `slots` worker slots and these lanes, unless every lane
+    /// has the same weight (then no lane is heavier than another, and nothing would wake it).
+    pub(crate) fn new(slots: usize, lanes: &[(String, u32)]) -> Option<Reserve> {
+        let min_weight = lanes.iter().map(|l| l.1).min()?;
+        let mut order: Vec<usize> = (0..lanes.len())
+            .filter(|&l| lanes[l].1 > min_weight)
+            .collect();
+        if order.is_empty() {
+            return None;
+        }
+        // Heaviest first; equal weights in lane order.
+        order.sort_by_key(|&l| std::cmp::Reverse(lanes[l].1));
+        Some(Reserve {
+            running: (0..slots)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+            state: CachePadded::new(AtomicUsize::new(ASLEEP)),
+            token: Mutex::new(false),
+            cond: Condvar::new(),
+            max_weight: lanes[order[0]].1 as usize,
+            order: order.into_boxed_slice(),
+            min_weight,
+        })
+    }
+
+    /// Worker `slot` starts running a task of a lane of `weight` (0: it is between tasks
+    /// again). Returns the weight it published before, for a nested task to restore.
+    /// Relaxed: the value only steers whether the reserve is woken, never whether a task
+    /// runs; a stale read costs at most one needless or one missed wake-up of the reserve.
+    pub(crate) fn publish(&self, slot: usize, weight: usize) -> usize {
+        let cell = &self.running[slot];
+        let before = cell.load(Ordering::Relaxed);
+        cell.store(weight, Ordering::Relaxed);
+        before
+    }
+
+    /// Worker `slot` has just published that it runs a task of a lane of `weight`: if that
+    /// made every worker busy with lighter lanes while a served lane heavier than `weight`
+    /// has tasks queued (the worker chose a lighter lane because its share was due), wake
+    /// the reserve for them. Best effort, without a fence: a miss leaves those tasks to the
+    /// workers' next boundaries, as without a reserve.
+    pub(crate) fn after_start(&self, reg: &Registry, weight: usize) {
+        if weight >= self.max_weight {
+            return;
+        }
+        // Pairs with a submitter's F1: either it sees our weight published (and wakes the
+        // reserve itself), or we see its push below. Only for tasks of lanes below the
+        // heaviest, so a pool's heaviest lane never pays for it.
+        fence(Ordering::SeqCst);
+        if self.state.load(Ordering::Relaxed) != ASLEEP {
+            return;
+        }
+        for &lane in self.order.iter() {
+            let heavier = reg.cfg.lanes[lane].1 as usize;
+            if heavier <= weight {
+                // `order` is heaviest first: the rest are no heavier either.
+                return;
+            }
+            if !reg.lanes[lane].injector.is_empty() {
+                return self.notify(reg, lane);
+            }
+        }
+    }
+
+    /// Whether a task of a lane of `weight` would wait for a lighter lane: every worker
+    /// wanted is running a task, each of a lane lighter than `weight`. A worker between
+    /// tasks (or parked, or searching) takes the task itself, and one running a task of a
+    /// lane at least as heavy is where the task's lane is served next.
+    fn would_wait(&self, reg: &Registry, weight: usize) -> bool {
+        let workers = reg.workers().min(self.running.len());
+        workers > 0
+            && self.running[..workers].iter().all(|w| {
+                let w = w.load(Ordering::Relaxed);
+                w != 0 && w < weight
+            })
+    }
+
+    /// Called by a submitter after it pushed tasks of `lane` onto the lane's shared queue
+    /// and fenced (F1 of sleep/README.md, in `Sleep::notify_new_work`): wakes the reserve if
+    /// the lane is one it serves, it is asleep, and the tasks would wait for a lighter lane.
+    ///
+    /// Only for a lane that is becoming busy: one whose shared queue holds at most the entry
+    /// just pushed (a task, or a bundle of a batch). A lane with a backlog is served by the
+    /// workers' shares: waking the reserve for it would hand the heavy lane a thread of its
+    /// own each time a worker's share turned to a lighter lane, and the split would no
+    /// longer follow the weights (with one worker and both lanes saturated, 8 : 1 became
+    /// 9.2 : 1 in tests/lanes.rs).
+    pub(crate) fn notify(&self, reg: &Registry, lane: usize) {
+        let weight = reg.cfg.lanes[lane].1;
+        if weight == self.min_weight || self.state.load(Ordering::Relaxed) != ASLEEP {
+            return;
+        }
+        if reg.lanes[lane].injector.len() <= 1
+            && self.would_wait(reg, weight as usize)
+            && self.state.swap(AWAKE, Ordering::SeqCst) == ASLEEP
+        {
+            self.unpark();
+        }
+    }
+
+    /// Sets the token and wakes the reserve if it waits for it.
+    pub(crate) fn unpark(&self) {
+        let mut token = self.token.lock();
+        *token = true;
+        self.cond.notify_one();
+    }
+
+    fn park(&self) {
+        let mut token = self.token.lock();
+        while !*token {
+            self.cond.wait(&mut token);
+        }
+        *token = false;
+    }
+
+    /// The reserve thread's body: sleep until unparked, serve while a served lane's task
+    /// would wait, then announce sleep (`ASLEEP`), fence, and look once more before parking.
+    /// Returns when the pool shuts down (`begin_shutdown` unparks it); the workers drain
+    /// what is left.
+    pub(crate) fn run(reg: &Registry) {
+        let reserve = reg.reserve.as_ref().expect("a pool with a reserve");
+        loop {
+            reserve.park();
+            loop {
+                if reg.is_shutdown() {
+                    return;
+                }
+                while reserve.serve_one(reg) {
+                    if reg.is_shutdown() {
+                        return;
+                    }
+                }
+                reserve.state.store(ASLEEP, Ordering::SeqCst);
+                // F_R: pairs with a submitter's F1 (see sleep/README.md, "The lane reserve"):
+                // either its load of `state` sees `ASLEEP` and it wakes us, or our look at the
+                // queues below sees its push.
+                fence(Ordering::SeqCst);
+                if reg.is_shutdown() || !reserve.anything_to_serve(reg) {
+                    break;
+                }
+                // Work came in as we announced sleep. Awake again; if a waker already took
+                // the state back, its unpark leaves a token: one extra round, nothing more.
+                reserve.state.store(AWAKE, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether some served lane has a task queued that would wait for a lighter lane.
+    fn anything_to_serve(&self, reg: &Registry) -> bool {
+        !Registry::paused(reg.control())
+            && self.order.iter().any(|&lane| {
+                !reg.lanes[lane].injector.is_empty()
+                    && self.would_wait(reg, reg.cfg.lanes[lane].1 as usize)
+            })
+    }
+
+    /// Takes and runs one task of the heaviest served lane whose tasks would wait; false if
+    /// there is none (or the pool is paused).
+    fn serve_one(&self, reg: &Registry) -> bool {
+        if Registry::paused(reg.control()) {
+            return false;
+        }
+        for &lane in self.order.iter() {
+            let queue = &reg.lanes[lane].injector;
+            if queue.is_empty() || !self.would_wait(reg, reg.cfg.lanes[lane].1 as usize) {
+                continue;
+            }
+            let job = loop {
+                match queue.steal() {
+                    Steal::Success(job) => break Some(job),
+                    Steal::Empty => break None,
+                    Steal::Retry => std::hint::spin_loop(),
+                }
+            };
+            if let Some(job) = job {
+                self.execute(reg, job, lane);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Runs one job taken from `lane`'s shared queue, as a worker would: a bundle gives up
+    /// its first job and goes back for the rest; a job submitted from outside while the pool
+    /// was paused meanwhile goes back unrun; a discardable job under `shutdown_now` is
+    /// dropped; the capacity unit a job holds is given back as it starts.
+    fn execute(&self, reg: &Registry, job: Job, lane: usize) {
+        let job = if job.flags() & BUNDLE != 0 {
+            Reserve::unbundle(reg, job, lane)
+        } else {
+            job
+        };
+        let flags = job.flags();
+        let shard = reg.counters.external();
+        if flags & INJECTED != 0 && Registry::paused(reg.control()) {
+            // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
+            // find it. A `wait()` that looked at the queues while we held it is told again.
+            reg.lanes[lane].injector.push(job);
+            reg.after_finish_off_worker();
+            return;
+        }
+        if flags & RESERVED != 0 {
+            reg.release_pending(1);
+        }
+        if flags & INJECTED != 0 {
+            shard.stat_shared(Stat::FromInjector, 1);
+        }
+        if flags & DISCARDABLE != 0 && reg.is_stopping_now() {
+            let outcome = catch_unwind(AssertUnwindSafe(|| job.discard()));
+            match outcome {
+                Ok(crate::job::Outcome::Skipped) => {}
+                Ok(_) => {
+                    shard.add_shared(Proto::Dropped, 1);
+                    reg.note_dropped_by_shutdown();
+                }
+                Err(payload) => {
+                    drop_payload(payload);
+                    shard.add_shared(Proto::Dropped, 1);
+                    reg.note_dropped_by_shutdown();
+                }
+            }
+            reg.after_finish_off_worker();
+            return;
+        }
+        shard.stat_shared(Stat::ReserveRuns, 1);
+        reg.run_off_worker(shard, job, lane);
+    }
+
+    /// The first job of a bundle, to run now; the rest go back to the lane's shared queue
+    /// (as one bundle, or one job), at its end, for the workers (woken for them as for any
+    /// push) or the reserve's next round. Never kept aside: a job of the bundle may be what
+    /// the first one waits for.
+    fn unbundle(reg: &Registry, bundle: Job, lane: usize) -> Job {
+        let queue = &reg.lanes[lane];
+        let mut jobs = bundle.into_bundle();
+        let first = jobs.remove(0);
+        let rest = jobs.len();
+        if rest == 0 {
+            reg.recycle_bundle(jobs);
+            return first;
+        }
+        // The bundle stood for `rest + 1` jobs (`bundled` counted `rest` beyond its one
+        // entry); what goes back stands for `rest`, so `rest - 1` beyond its entry.
+        queue.bundled.fetch_sub(1, Ordering::Relaxed);
+        if rest == 1 {
+            queue.injector.push(jobs.pop().expect("one job left"));
+            reg.recycle_bundle(jobs);
+        } else {
+            queue.injector.push(Job::bundle(jobs));
+        }
+        reg.sleep.notify_new_work_n(rest);
+        first
+    }
+}
