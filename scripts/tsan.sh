@@ -34,6 +34,16 @@ if ! cargo +nightly test -Zbuild-std --target "$target" -p flock \
     exit 1
 fi
 grep -E "^test result" "$log"
+# The lane reserve's tests (a thread beside the workers, woken by submitters and workers):
+# only those of lanes.rs, whose split tests measure shares and want an uninstrumented run.
+echo "== tsan: the lane reserve and tasks run off the workers (lanes.rs)"
+if ! cargo +nightly test -Zbuild-std --target "$target" -p flock --test lanes -- \
+    reserve caller >>"$log" 2>&1; then
+    grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
+    echo "tsan: FAILED" >&2
+    exit 1
+fi
+grep -E "^test result" "$log" | tail -1
 reports=$(grep -c "WARNING: ThreadSanitizer" "$log" || true)
 echo "tsan: $reports reports in $(( $(date +%s) - start ))s"
 [ "$reports" -eq 0 ]

@@ -103,6 +103,12 @@ mod model {
                 .pop_front()
                 .map_or(Steal::Empty, Steal::Success)
         }
+        pub(crate) fn steal(&self) -> Steal<T> {
+            self.queue
+                .lock()
+                .pop_front()
+                .map_or(Steal::Empty, Steal::Success)
+        }
         pub(crate) fn len(&self) -> usize {
             self.queue.lock().len()
         }

@@ -256,3 +256,42 @@ fn loom_batch_wakes_enough_workers() {
         pool.shutdown().unwrap();
     });
 }
+
+/// The lane reserve: the only worker runs a light-lane task that waits (yielding) until a
+/// heavy-lane task submitted from outside right after it has run. Once the worker has taken
+/// the light task only the reserve can run the heavy one, so any lost wake-up of the reserve
+/// (the submitter reading the worker as between tasks, the worker turning to the light lane
+/// as the heavy task arrives, the reserve announcing sleep as it is pushed) spins forever,
+/// and loom fails the model.
+#[test]
+fn loom_reserve_runs_a_heavy_task_behind_a_busy_worker() {
+    model(
+        "loom_reserve_runs_a_heavy_task_behind_a_busy_worker",
+        || {
+            let pool = Pool::builder()
+                .workers(1)
+                .max_workers(1)
+                .spin_limit(0)
+                .capacity(4)
+                .lanes(&[("heavy", 2), ("light", 1)])
+                .build()
+                .expect("pool");
+            let ran = counter();
+            let r = ran.clone();
+            pool.submit_to("light", move || {
+                while r.load(Ordering::SeqCst) == 0 {
+                    loom::thread::yield_now();
+                }
+            })
+            .unwrap();
+            let r = ran.clone();
+            pool.submit_to("heavy", move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            pool.wait().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+            pool.shutdown().unwrap();
+        },
+    );
+}
