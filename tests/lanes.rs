@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{all_parked, spin_for, stall_all, watchdog, Gate, Live};
+use common::{all_parked, spin_for, stall_all, stall_each_in, watchdog, Gate, Live};
 use flock::{BuildError, JoinError, Pool, RejectReason, MAX_LANES};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
@@ -696,23 +696,6 @@ fn yield_to_lanes_gives_heavier_lanes_only_their_share() {
     });
 }
 
-/// Occupies every worker of `pool` with a task of `lane` blocked on the returned gate, one at
-/// a time (each submitted once the one before it runs, so no worker takes two).
-fn stall_in(pool: &Pool, lane: usize) -> Gate {
-    let gate = Gate::new();
-    let (tx, rx) = mpsc::channel();
-    for _ in 0..pool.workers() {
-        let (gate, tx) = (gate.clone(), tx.clone());
-        pool.submit_to(lane, move || {
-            tx.send(()).unwrap();
-            gate.wait();
-        })
-        .unwrap();
-        rx.recv().expect("a free worker picks up the stall task");
-    }
-    gate
-}
-
 /// With every worker held in a batch task, an interactive task submitted from outside runs at
 /// once on the lane reserve (not a worker), counted in its lane and in `reserve_runs`; a batch
 /// task submitted beside it waits for a worker; what the reserve's task submits inherits its
@@ -722,7 +705,7 @@ fn the_lane_reserve_runs_a_heavy_task_while_every_worker_runs_a_light_one() {
     let _serial = serial();
     watchdog(60, "lane reserve", || {
         let pool = Arc::new(Pool::builder().workers(2).lanes(LANES).build().unwrap());
-        let gate = stall_in(&pool, BATCH);
+        let gate = stall_each_in(&pool, BATCH);
         let batch_ran = Arc::new(AtomicUsize::new(0));
         let b = batch_ran.clone();
         pool.submit_to(BATCH, move || {
@@ -799,7 +782,7 @@ fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
             .lane_reserve(false)
             .build()
             .unwrap();
-        let gate = stall_in(&pool, BATCH);
+        let gate = stall_each_in(&pool, BATCH);
         let ran = run_interactive(&pool);
         assert_eq!(
             ran.recv_timeout(Duration::from_millis(50)),
@@ -811,7 +794,7 @@ fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
         // Paused: not started by the reserve either; `resume` wakes the reserve for it (the
         // only worker is still held).
         let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
-        let gate = stall_in(&pool, BATCH);
+        let gate = stall_each_in(&pool, BATCH);
         pool.pause();
         let ran = run_interactive(&pool);
         assert_eq!(
@@ -829,7 +812,7 @@ fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
             .lanes(&[("a", 2), ("b", 2)])
             .build()
             .unwrap();
-        let gate = stall_in(&pool, 1);
+        let gate = stall_each_in(&pool, 1);
         let ran = run_interactive(&pool);
         assert_eq!(
             ran.recv_timeout(Duration::from_millis(50)),
@@ -856,7 +839,7 @@ fn a_task_its_caller_runs_keeps_its_lane() {
                 .build()
                 .unwrap(),
         );
-        let gate = stall_in(&pool, BATCH);
+        let gate = stall_each_in(&pool, BATCH);
         // Fills the queue (capacity 1) behind the held worker.
         pool.submit_to(BATCH, || ()).unwrap();
         let p = pool.clone();

@@ -147,11 +147,16 @@ pub fn spin_for(d: Duration) {
 /// deque along with the first (with three or more workers `stall_all` can hang that way; see
 /// resize.rs, `tasks_submitted_together_all_start_while_workers_are_free`).
 pub fn stall_each(pool: &flock::Pool) -> Gate {
+    stall_each_in(pool, 0)
+}
+
+/// `stall_each` with stall tasks of lane `lane` (0 is the lane `submit` uses from outside).
+pub fn stall_each_in(pool: &flock::Pool, lane: usize) -> Gate {
     let gate = Gate::new();
     let (tx, rx) = mpsc::channel();
     for _ in 0..pool.workers() {
         let (gate, tx) = (gate.clone(), tx.clone());
-        pool.submit(move || {
+        pool.submit_to(lane, move || {
             tx.send(()).unwrap();
             gate.wait();
         })
