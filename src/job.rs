@@ -192,6 +192,22 @@ impl Job {
         // SAFETY: as in `run`.
         unsafe { (this.call)(this.payload, Action::Discard) }
     }
+
+    /// `shutdown_now` dropping a queued job unrun: `discard`, with a panic of its destructor
+    /// caught and dropped. Returns whether a task was dropped that counts as `Dropped` (the
+    /// job is `COUNTED` and did not report `Skipped`).
+    pub(crate) fn discard_counted(self) -> bool {
+        let counted = self.flags() & COUNTED != 0;
+        let outcome =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.discard())) {
+                Ok(outcome) => outcome,
+                Err(payload) => {
+                    crate::unwind::drop_payload(payload);
+                    Outcome::Done
+                }
+            };
+        counted && outcome != Outcome::Skipped
+    }
 }
 
 impl Drop for Job {

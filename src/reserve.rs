@@ -16,10 +16,9 @@ use crate::deque::Steal;
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{Proto, Stat};
 use crate::registry::Registry;
-use crate::sync::{fence, AtomicUsize, Condvar, Mutex, Ordering};
-use crate::unwind::drop_payload;
+use crate::sleep::Parker;
+use crate::sync::{fence, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// `Reserve::state`: the reserve is asleep or about to be; a waker must unpark it.
 const ASLEEP: usize = 0;
@@ -34,9 +33,8 @@ pub(crate) struct Reserve {
     running: Box<[CachePadded<AtomicUsize>]>,
     /// `ASLEEP` or `AWAKE` (see `Reserve::notify` and `Reserve::run`).
     state: CachePadded<AtomicUsize>,
-    /// The reserve's parker: a token an unpark sets and a park consumes.
-    token: Mutex<bool>,
-    cond: Condvar,
+    /// The reserve's parker (the workers' kind: an unpark before the park is kept).
+    parker: Parker,
     /// The lanes the reserve serves, heaviest first: all but the lightest.
     order: Box<[usize]>,
     /// The lightest lane weight: lanes of this weight are never served here.
@@ -63,8 +61,7 @@ impl Reserve {
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
                 .collect(),
             state: CachePadded::new(AtomicUsize::new(ASLEEP)),
-            token: Mutex::new(false),
-            cond: Condvar::new(),
+            parker: Parker::new(),
             max_weight: lanes[order[0]].1 as usize,
             order: order.into_boxed_slice(),
             min_weight,
@@ -146,19 +143,9 @@ impl Reserve {
         }
     }
 
-    /// Sets the token and wakes the reserve if it waits for it.
+    /// Wakes the reserve, or makes its next park return at once.
     pub(crate) fn unpark(&self) {
-        let mut token = self.token.lock();
-        *token = true;
-        self.cond.notify_one();
-    }
-
-    fn park(&self) {
-        let mut token = self.token.lock();
-        while !*token {
-            self.cond.wait(&mut token);
-        }
-        *token = false;
+        self.parker.unpark();
     }
 
     /// The reserve thread's body: sleep until unparked, serve while a served lane's task
@@ -168,7 +155,7 @@ impl Reserve {
     pub(crate) fn run(reg: &Registry) {
         let reserve = reg.reserve.as_ref().expect("a pool with a reserve");
         loop {
-            reserve.park();
+            reserve.parker.park();
             loop {
                 if reg.is_shutdown() {
                     return;
@@ -254,18 +241,9 @@ impl Reserve {
             shard.stat_shared(Stat::FromInjector, 1);
         }
         if flags & DISCARDABLE != 0 && reg.is_stopping_now() {
-            let outcome = catch_unwind(AssertUnwindSafe(|| job.discard()));
-            match outcome {
-                Ok(crate::job::Outcome::Skipped) => {}
-                Ok(_) => {
-                    shard.add_shared(Proto::Dropped, 1);
-                    reg.note_dropped_by_shutdown();
-                }
-                Err(payload) => {
-                    drop_payload(payload);
-                    shard.add_shared(Proto::Dropped, 1);
-                    reg.note_dropped_by_shutdown();
-                }
+            if job.discard_counted() {
+                shard.add_shared(Proto::Dropped, 1);
+                reg.note_dropped_by_shutdown();
             }
             reg.after_finish_off_worker();
             return;

@@ -572,7 +572,7 @@ impl WorkerThread {
             self.note_reservation_started();
         }
         if flags & DISCARDABLE != 0 && self.registry.is_stopping_now() {
-            self.discard(job, flags);
+            self.discard(job);
             return;
         }
         let counted = flags & COUNTED != 0;
@@ -664,15 +664,8 @@ impl WorkerThread {
 
     /// `shutdown_now`: drop a queued task unrun, its destructor included.
     #[cold]
-    fn discard(&self, job: Job, flags: u8) {
-        let outcome = match catch_unwind(AssertUnwindSafe(|| job.discard())) {
-            Ok(outcome) => outcome,
-            Err(payload) => {
-                crate::unwind::drop_payload(payload);
-                Outcome::Done
-            }
-        };
-        if outcome != Outcome::Skipped && flags & COUNTED != 0 {
+    fn discard(&self, job: Job) {
+        if job.discard_counted() {
             self.shard().add_owned(Proto::Dropped, 1);
             self.registry.note_dropped_by_shutdown();
         }

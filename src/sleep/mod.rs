@@ -211,20 +211,20 @@ impl Sleep {
 }
 
 /// A one-token parker: `unpark` before `park` is remembered.
-struct Parker {
+pub(crate) struct Parker {
     token: Mutex<bool>,
     cond: Condvar,
 }
 
 impl Parker {
-    fn new() -> Parker {
+    pub(crate) fn new() -> Parker {
         Parker {
             token: Mutex::new(false),
             cond: Condvar::new(),
         }
     }
 
-    fn park(&self) {
+    pub(crate) fn park(&self) {
         let mut token = self.token.lock();
         while !*token {
             self.cond.wait(&mut token);
@@ -232,7 +232,7 @@ impl Parker {
         *token = false;
     }
 
-    fn unpark(&self) {
+    pub(crate) fn unpark(&self) {
         let mut token = self.token.lock();
         *token = true;
         self.cond.notify_one();
