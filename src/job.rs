@@ -9,6 +9,8 @@
 use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
 use std::ptr;
 
+use crate::sync::{Arc, AtomicUsize, Ordering};
+
 /// The payload words of a job.
 pub(crate) type Payload = MaybeUninit<[usize; 3]>;
 
@@ -119,11 +121,15 @@ impl Job {
     /// from outside goes through the shared queue as one push instead of one per task. The
     /// jobs keep their own flags; the bundle has no `COUNTED` or `RESERVED` of its own.
     pub(crate) fn bundle(jobs: Vec<Job>) -> Job {
-        debug_assert!(!jobs.is_empty());
+        Job::bundle_entry(Arc::new(Bundle::new(jobs)))
+    }
+
+    /// The queue entry of a bundle already shared (see [`Bundle`]).
+    pub(crate) fn bundle_entry(bundle: Arc<Bundle>) -> Job {
         let mut payload = Payload::uninit();
-        // SAFETY: a `Vec` is three words, pointer-aligned: it fits the payload (checked at
-        // compile time below). Read back once, by `call_bundle` or `into_bundle`.
-        unsafe { ptr::write(payload.as_mut_ptr().cast::<Vec<Job>>(), jobs) };
+        // SAFETY: an `Arc` is one pointer: it fits the payload (checked at compile time
+        // below). Read back once, by `call_bundle` or `into_bundle`.
+        unsafe { ptr::write(payload.as_mut_ptr().cast::<Arc<Bundle>>(), bundle) };
         Job {
             call: call_bundle,
             payload,
@@ -131,24 +137,25 @@ impl Job {
         }
     }
 
-    /// The jobs of a bundle, in the order they were bundled. Panics if `flags()` lacks
-    /// `BUNDLE`.
-    pub(crate) fn into_bundle(self) -> Vec<Job> {
+    /// The bundle this entry carries. Panics if `flags()` lacks `BUNDLE`.
+    pub(crate) fn into_bundle(self) -> Arc<Bundle> {
         assert!(self.flags() & BUNDLE != 0, "not a bundle");
         let this = ManuallyDrop::new(self);
-        // SAFETY: bundles are made only by `Job::bundle`, which wrote a `Vec<Job>`; `this` is
-        // never dropped, so the payload is read this once.
-        unsafe { ptr::read(this.payload.as_ptr().cast::<Vec<Job>>()) }
+        // SAFETY: bundle entries are made only by `Job::bundle_entry`, which wrote an
+        // `Arc<Bundle>`; `this` is never dropped, so the payload is read this once.
+        unsafe { ptr::read(this.payload.as_ptr().cast::<Arc<Bundle>>()) }
     }
 
-    /// How many tasks this entry stands for: a bundle's job count, else 1.
+    /// How many tasks this entry stands for: the jobs of a bundle nobody has claimed yet,
+    /// else 1.
+    #[cfg(test)]
     pub(crate) fn tasks(&self) -> usize {
         if self.flags() & BUNDLE == 0 {
             return 1;
         }
-        // SAFETY: a `BUNDLE` job's payload holds the `Vec<Job>` `Job::bundle` wrote, still
-        // owned by the payload (not read out yet); this only borrows it.
-        unsafe { (*self.payload.as_ptr().cast::<Vec<Job>>()).len() }
+        // SAFETY: a `BUNDLE` job's payload holds the `Arc<Bundle>` `Job::bundle_entry`
+        // wrote, still owned by the payload (not read out yet); this only borrows it.
+        unsafe { (*self.payload.as_ptr().cast::<Arc<Bundle>>()).remaining() }
     }
 
     pub(crate) fn flags(&self) -> u8 {
@@ -217,18 +224,105 @@ impl Drop for Job {
     }
 }
 
-const _: () = assert!(fits_inline::<Vec<Job>>());
+const _: () = assert!(fits_inline::<Arc<Bundle>>());
 
 /// # Safety
-/// `payload` holds a `Vec<Job>` written by `Job::bundle`, read here once.
+/// `payload` holds an `Arc<Bundle>` written by `Job::bundle_entry`, read here once.
 unsafe fn call_bundle(payload: Payload, action: Action) -> Outcome {
     // SAFETY: see the function's contract.
-    let jobs = unsafe { ptr::read(payload.as_ptr().cast::<Vec<Job>>()) };
-    // A worker unpacks a bundle (`into_bundle`) and never runs it. Dropped (a pool torn
-    // down with it queued), each job is dropped: its destructor runs, as for any job.
-    debug_assert_eq!(action, Action::Discard, "a bundle is unpacked, never run");
-    drop(jobs);
+    let bundle = unsafe { ptr::read(payload.as_ptr().cast::<Arc<Bundle>>()) };
+    // A worker takes jobs out of a bundle (`into_bundle`, `Bundle::claim`) and never runs
+    // the entry itself. Dropped (a pool torn down with it queued), the last handle drops
+    // the jobs nobody claimed: their destructors run, as for any job.
+    debug_assert_eq!(
+        action,
+        Action::Discard,
+        "a bundle is taken apart, never run"
+    );
+    drop(bundle);
     Outcome::Skipped
+}
+
+/// The jobs of a batch queued as one entry (`Job::bundle`), shared by that entry and by the
+/// workers taking jobs out of it. Each job is taken exactly once, by whoever claims its
+/// index (`claim`); the entry stays in a queue, where any worker can find it, for as long
+/// as jobs are left (sleep/README.md, "Bundles"). A worker drains the bundle it took up
+/// through its own handle, one claim per job, instead of moving the jobs through its deque
+/// (a push, and a pop with its fence, per job).
+pub(crate) struct Bundle {
+    /// The jobs, `len` of them; the slots below `next` were read out by their claimers.
+    jobs: ManuallyDrop<Vec<Job>>,
+    /// The next index to claim. Claims past the end find nothing (and leave it past).
+    next: AtomicUsize,
+}
+
+// SAFETY: the jobs are `Send`; through `&Bundle` each is read out once, by the one thread
+// whose claim got its index, so no two threads touch a job.
+unsafe impl Sync for Bundle {}
+
+impl Bundle {
+    fn new(jobs: Vec<Job>) -> Bundle {
+        debug_assert!(!jobs.is_empty());
+        Bundle {
+            jobs: ManuallyDrop::new(jobs),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The next job nobody has taken, now ours; `None` once all are taken.
+    pub(crate) fn claim(&self) -> Option<Job> {
+        // Relaxed: a claim only needs its index to be unique, which the read-modify-write
+        // gives (claims on `next` form one modification order). The jobs were written
+        // before the bundle's entry was first pushed, and every claimer holds the bundle
+        // through a handle it got from a queue (Acquire, as for any job) or from a thread
+        // that did.
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        if i < self.jobs.len() {
+            // SAFETY: `i` is in bounds and ours alone (see above); the slot is read once
+            // and never dropped in place (`take_rest` skips claimed slots).
+            Some(unsafe { ptr::read(self.jobs.as_ptr().add(i)) })
+        } else {
+            None
+        }
+    }
+
+    /// Jobs nobody has claimed yet (a snapshot).
+    pub(crate) fn remaining(&self) -> usize {
+        self.jobs
+            .len()
+            .saturating_sub(self.next.load(Ordering::Relaxed))
+    }
+
+    /// The buffer, emptied, for the next bundle; the jobs nobody claimed are dropped.
+    pub(crate) fn into_buffer(self) -> Vec<Job> {
+        let mut this = ManuallyDrop::new(self);
+        this.take_rest()
+    }
+
+    /// Drops the unclaimed jobs and hands out the emptied buffer. Called once: by
+    /// `into_buffer` (which forgets the bundle) or by `drop`.
+    fn take_rest(&mut self) -> Vec<Job> {
+        let claimed = self.next.load(Ordering::Relaxed).min(self.jobs.len());
+        // SAFETY: called once, so `jobs` is taken once.
+        let mut jobs = unsafe { ManuallyDrop::take(&mut self.jobs) };
+        let len = jobs.len();
+        // SAFETY: the claimed slots were read out; the length goes to 0 before the rest are
+        // dropped (a panicking destructor leaks the later ones, never drops one twice), and
+        // each unclaimed slot is dropped once.
+        unsafe {
+            jobs.set_len(0);
+            for i in claimed..len {
+                ptr::drop_in_place(jobs.as_mut_ptr().add(i));
+            }
+        }
+        jobs
+    }
+}
+
+impl Drop for Bundle {
+    fn drop(&mut self) {
+        drop(self.take_rest());
+    }
 }
 
 /// # Safety
@@ -337,5 +431,91 @@ mod tests {
         }
         assert_eq!(ran.load(Ordering::SeqCst), 0);
         assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+
+    fn counted_jobs(n: usize, ran: &Arc<AtomicUsize>, drops: &Arc<AtomicUsize>) -> Vec<Job> {
+        (0..n)
+            .map(|i| {
+                let (ran, guard) = (ran.clone(), CountDrop(drops.clone()));
+                Job::new(
+                    move || {
+                        let _g = &guard;
+                        ran.fetch_add(1 << (4 * i), Ordering::SeqCst);
+                        Outcome::Done
+                    },
+                    COUNTED,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_bundle_hands_out_each_job_once_in_order() {
+        let (ran, drops) = (Arc::default(), Arc::default());
+        let entry = Job::bundle(counted_jobs(3, &ran, &drops));
+        assert_eq!((entry.flags(), entry.tasks()), (BUNDLE | INJECTED, 3));
+        let bundle = entry.into_bundle();
+        let first = bundle.claim().expect("job 0");
+        assert_eq!(bundle.remaining(), 2);
+        // A second handle, as a thief's: the same cursor.
+        let other = crate::sync::Arc::clone(&bundle);
+        let second = other.claim().expect("job 1");
+        let third = bundle.claim().expect("job 2");
+        assert!(bundle.claim().is_none() && other.claim().is_none());
+        assert_eq!(bundle.remaining(), 0);
+        for job in [first, second, third] {
+            assert_eq!(job.flags(), COUNTED);
+            assert_eq!(job.run(), Outcome::Done);
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0x111, "each job ran once");
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+        drop((bundle, other));
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            3,
+            "claimed jobs are not dropped twice"
+        );
+    }
+
+    #[test]
+    fn a_dropped_bundle_drops_the_jobs_nobody_claimed() {
+        let (ran, drops) = (Arc::default(), Arc::default());
+        let bundle = Job::bundle(counted_jobs(4, &ran, &drops)).into_bundle();
+        let first = bundle.claim().expect("job 0");
+        drop(bundle);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            3,
+            "the three unclaimed, unrun"
+        );
+        assert_eq!(first.run(), Outcome::Done);
+        assert_eq!(
+            (ran.load(Ordering::SeqCst), drops.load(Ordering::SeqCst)),
+            (1, 4)
+        );
+        // A queued entry dropped whole (a pool torn down) drops every job.
+        drop(Job::bundle(counted_jobs(2, &ran, &drops)));
+        assert_eq!(
+            (ran.load(Ordering::SeqCst), drops.load(Ordering::SeqCst)),
+            (1, 6)
+        );
+    }
+
+    #[test]
+    fn an_emptied_bundle_gives_its_buffer_back() {
+        let (ran, drops) = (Arc::default(), Arc::default());
+        let mut jobs = Vec::with_capacity(8);
+        jobs.extend(counted_jobs(2, &ran, &drops));
+        let bundle = Job::bundle(jobs).into_bundle();
+        drop(bundle.claim());
+        let Ok(bundle) = crate::sync::Arc::try_unwrap(bundle) else {
+            panic!("the only handle");
+        };
+        let buffer = bundle.into_buffer();
+        assert_eq!((buffer.len(), buffer.capacity()), (0, 8));
+        assert_eq!(
+            (ran.load(Ordering::SeqCst), drops.load(Ordering::SeqCst)),
+            (0, 2)
+        );
     }
 }

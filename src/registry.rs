@@ -3,7 +3,7 @@
 
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer, Worker as Deque};
-use crate::job::{Job, Outcome, COUNTED, INJECTED, RESERVED};
+use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{Counters, LaneStat, Proto, Shard, Stat};
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
@@ -32,14 +32,15 @@ const GRACEFUL: u8 = 1;
 const NOW: u8 = 2;
 
 /// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
-/// bundle costs a buffer and a trip through the unpacker's deque). Two under loom, so the
+/// bundle costs a buffer and a shared handle). Two under loom, so the
 /// models cover bundles.
 const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
-/// The most jobs in one bundle: unpacked, they fit a worker's deque at its smallest
-/// (crossbeam's 64 slots), so unpacking does not make the deque grow and shrink again.
-const MAX_BUNDLE: usize = 32;
-/// Bundle buffers kept for reuse (`Registry::recycle_bundle`), 1.25 KiB each.
-const SPARE_BUNDLES: usize = 64;
+/// The most jobs in one bundle: a worker that takes one up runs them before anything else
+/// of its own (`WorkerThread::claim_current`), so this bounds how long a task spawned from
+/// one of them waits behind its siblings on that worker (thieves take either meanwhile).
+const MAX_BUNDLE: usize = 128;
+/// Bundle buffers kept for reuse (`Registry::recycle_buffer`), 5 KiB each.
+const SPARE_BUNDLES: usize = 32;
 
 /// The `control` word: the number of workers wanted, shifted left by one, and `PAUSED`.
 const PAUSED: usize = 1;
@@ -47,9 +48,10 @@ const PAUSED: usize = 1;
 /// One lane's shared queue and its share.
 pub(crate) struct LaneQueue {
     pub(crate) injector: Injector<Job>,
-    /// Jobs inside the bundles queued on `injector` or in workers' deques, beyond one per
-    /// bundle (which `len()` counts): what `Stats::queued` adds. A gauge, not a protocol
-    /// variable: Relaxed everywhere.
+    /// Jobs put into this lane's bundles beyond one per bundle (whose queue entry `len()`
+    /// counts while it is queued), plus one per bundle entry dropped for good: what
+    /// `Stats::queued` adds, less the jobs claimed so far (`LaneStat::Claimed`). A gauge,
+    /// not a protocol variable: Relaxed everywhere.
     pub(crate) bundled: AtomicUsize,
     /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
     /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
@@ -428,7 +430,7 @@ impl Registry {
         }
         this.queue_jobs(lane, &mut queued);
         // Left with a spare buffer when the last jobs were too few for a bundle.
-        this.recycle_bundle(queued);
+        this.recycle_buffer(queued);
         match refused {
             None => Ok(admitted),
             Some((reason, item)) => {
@@ -446,9 +448,10 @@ impl Registry {
 
     /// Queues admitted jobs on `lane`'s shared queue and wakes workers for them. From
     /// `MIN_BUNDLE` jobs on they go as one bundle (one push instead of one per job, the
-    /// submitter's main cost in a batch); the worker that takes it up moves the jobs into
-    /// its own deque, where the others steal them, and wakes for them in turn
-    /// (`WorkerThread::unpack`). Leaves `jobs` empty (its buffer gone with the bundle).
+    /// submitter's main cost in a batch); the worker that takes it up claims the jobs one by
+    /// one and keeps its entry on its own deque meanwhile, where the others steal it and
+    /// claim from it too (`WorkerThread::take_up`). Leaves `jobs` empty (its buffer gone
+    /// with the bundle).
     fn queue_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
         let n = jobs.len();
         if n == 0 {
@@ -464,7 +467,7 @@ impl Registry {
             queue.injector.push(Job::bundle(std::mem::take(jobs)));
         }
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
-        // unpacks it search (spin) and steal from that one's deque.
+        // takes it up search (spin), steal its entry from that one's deque and claim from it.
         self.sleep.notify_new_work_n(n);
         if let Some(reserve) = &self.reserve {
             reserve.notify(self, lane);
@@ -472,7 +475,7 @@ impl Registry {
     }
 
     /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
-    /// back after unpacking, or a new one.
+    /// back after a bundle was emptied, or a new one.
     fn bundle_buffer(&self) -> Vec<Job> {
         if !cfg!(flock_loom) {
             if let Some(buffer) = self.spare_bundles.lock().pop() {
@@ -482,10 +485,27 @@ impl Registry {
         Vec::with_capacity(MAX_BUNDLE)
     }
 
-    /// Keeps an unpacked bundle's buffer for the next batch. Reusing them keeps a batch off
-    /// the allocator, whose lock the submitter (allocating) and the workers (freeing)
-    /// otherwise contend for.
-    pub(crate) fn recycle_bundle(&self, buffer: Vec<Job>) {
+    /// Lets go of a handle on a bundle; the last one keeps the bundle's buffer for the next
+    /// batch. Reusing them keeps a batch off the allocator, whose lock the submitter
+    /// (allocating) and the workers (freeing) otherwise contend for.
+    pub(crate) fn release_bundle(&self, bundle: Arc<Bundle>) {
+        #[cfg(not(flock_loom))]
+        if let Some(bundle) = Arc::into_inner(bundle) {
+            self.recycle_buffer(bundle.into_buffer());
+        }
+        #[cfg(flock_loom)]
+        drop(bundle);
+    }
+
+    /// A bundle's queue entry taken from a queue and not put back: the bundle is empty, or
+    /// its last job was just claimed (see `LaneQueue::bundled`).
+    pub(crate) fn bundle_entry_dropped(&self, lane: usize, bundle: Arc<Bundle>) {
+        self.lanes[lane].bundled.fetch_add(1, Ordering::Relaxed);
+        self.release_bundle(bundle);
+    }
+
+    /// Keeps an emptied bundle buffer for the next batch.
+    fn recycle_buffer(&self, buffer: Vec<Job>) {
         debug_assert!(buffer.is_empty());
         if cfg!(flock_loom) || buffer.capacity() != MAX_BUNDLE {
             return;

@@ -14,7 +14,7 @@
 
 use crate::deque::Steal;
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
-use crate::metrics::counters::{Proto, Stat};
+use crate::metrics::counters::{LaneStat, Proto, Stat};
 use crate::registry::Registry;
 use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
@@ -221,7 +221,10 @@ impl Reserve {
     /// dropped; the capacity unit a job holds is given back as it starts.
     fn execute(&self, reg: &Registry, job: Job, lane: usize) {
         let job = if job.flags() & BUNDLE != 0 {
-            Reserve::unbundle(reg, job, lane)
+            match Reserve::unbundle(reg, job, lane) {
+                Some(job) => job,
+                None => return,
+            }
         } else {
             job
         };
@@ -252,29 +255,26 @@ impl Reserve {
         reg.run_off_worker(shard, job, lane);
     }
 
-    /// The first job of a bundle, to run now; the rest go back to the lane's shared queue
-    /// (as one bundle, or one job), at its end, for the workers (woken for them as for any
-    /// push) or the reserve's next round. Never kept aside: a job of the bundle may be what
-    /// the first one waits for.
-    fn unbundle(reg: &Registry, bundle: Job, lane: usize) -> Job {
-        let queue = &reg.lanes[lane];
-        let mut jobs = bundle.into_bundle();
-        let first = jobs.remove(0);
-        let rest = jobs.len();
+    /// The next job of a bundle, to run now; the bundle's entry goes back to the end of the
+    /// lane's shared queue for the rest, for the workers (woken for them as for any push) or
+    /// the reserve's next round. Never kept aside: a job of the bundle may be what this one
+    /// waits for. `None` if the bundle was emptied meanwhile.
+    fn unbundle(reg: &Registry, entry: Job, lane: usize) -> Option<Job> {
+        let bundle = entry.into_bundle();
+        let Some(first) = bundle.claim() else {
+            reg.bundle_entry_dropped(lane, bundle);
+            return None;
+        };
+        reg.counters
+            .external()
+            .lane_shared(LaneStat::Claimed, lane, 1);
+        let rest = bundle.remaining();
         if rest == 0 {
-            reg.recycle_bundle(jobs);
-            return first;
-        }
-        // The bundle stood for `rest + 1` jobs (`bundled` counted `rest` beyond its one
-        // entry); what goes back stands for `rest`, so `rest - 1` beyond its entry.
-        queue.bundled.fetch_sub(1, Ordering::Relaxed);
-        if rest == 1 {
-            queue.injector.push(jobs.pop().expect("one job left"));
-            reg.recycle_bundle(jobs);
+            reg.bundle_entry_dropped(lane, bundle);
         } else {
-            queue.injector.push(Job::bundle(jobs));
+            reg.lanes[lane].injector.push(Job::bundle_entry(bundle));
+            reg.sleep.notify_new_work_n(rest);
         }
-        reg.sleep.notify_new_work_n(rest);
-        first
+        Some(first)
     }
 }

@@ -1,14 +1,14 @@
 //! The worker thread: its loop, where it looks for work, and how it runs a task.
 
 use crate::deque::{Steal, Worker as Deque};
-use crate::job::{Job, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
+use crate::job::{Bundle, Job, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::latch::Latch;
 use crate::metrics::counters::{LaneStat, Proto, Shard, Stat, WorkerState};
 use crate::registry::Registry;
 use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
@@ -104,6 +104,28 @@ pub(crate) struct WorkerThread {
     /// When the running task started (`Registry::now_ns`; lanes > 1 only), for
     /// `yield_to_lanes`.
     task_start: Cell<u64>,
+    /// Per lane, the bundle we took up last, to claim its jobs from without a trip through
+    /// our deque (`claim_current`). Only a handle: the bundle's entry stays in a queue for
+    /// as long as it has jobs, so dropping this loses nothing.
+    current: Box<[RefCell<Option<Current>>]>,
+}
+
+/// A bundle a worker claims jobs from (`WorkerThread::current`).
+struct Current {
+    bundle: Arc<Bundle>,
+    /// Its entry came from another worker's deque: what we claim counts as stolen.
+    stolen: bool,
+}
+
+/// Where a worker took a bundle's entry from (`WorkerThread::take_up`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Took {
+    /// The lane's shared queue.
+    Shared,
+    /// Our own deque.
+    Own,
+    /// Another worker's deque.
+    Stolen,
 }
 
 /// Why `main_loop` returned.
@@ -147,6 +169,7 @@ pub(crate) fn run(
         vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
         nested_ns: Cell::new(0),
         task_start: Cell::new(0),
+        current: (0..lanes).map(|_| RefCell::new(None)).collect(),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -279,6 +302,13 @@ impl WorkerThread {
     /// them; each is moved, not copied, so none runs twice and none is lost.
     fn hand_over_work(&self) {
         let reg = &*self.registry;
+        // A bundle we claimed from keeps its entry in a queue (ours, moved below, or a
+        // thief's): letting go of our handle leaves its jobs to whoever takes that up.
+        for current in self.current.iter() {
+            if let Some(current) = current.borrow_mut().take() {
+                reg.release_bundle(current.bundle);
+            }
+        }
         let mut moved = 0;
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
@@ -363,32 +393,39 @@ impl WorkerThread {
             || reg.stealers.iter().any(|s| !s.is_empty())
     }
 
-    /// Own deque, then the injector (a batch into our deque), then the other workers' deques
-    /// from a random victim. `Steal::Retry` is retried, never taken for empty. With several
-    /// lanes, the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and
-    /// its lane.
+    /// The bundle we took up last, then our own deque, then the injector (a batch into our
+    /// deque), then the other workers' deques from a random victim. `Steal::Retry` is
+    /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
+    /// (`find_work_in_lanes`). Returns the job and its lane.
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         if self.locals.len() > 1 {
             return self.find_work_in_lanes();
         }
-        self.locals[0]
-            .pop()
-            .or_else(|| self.steal_from_injector(0))
+        self.take_from_lane(0)
             .map(|job| (job, 0))
             .or_else(|| self.steal_from_others())
     }
 
+    /// Whether `lane` has work for us without stealing: in the bundle we claim from, our
+    /// deque or its shared queue.
+    fn lane_has_work(&self, lane: usize) -> bool {
+        !(self.locals[lane].is_empty() && self.registry.lanes[lane].injector.is_empty())
+            || self.current[lane]
+                .borrow()
+                .as_ref()
+                .is_some_and(|c| c.bundle.remaining() > 0)
+    }
+
     /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
-    /// deque or their shared queue, serve the one whose virtual clock is furthest behind;
+    /// bundle, deque or their shared queue, serve the one whose virtual clock is furthest behind;
     /// lanes with no work are brought up to that clock (an idle lane saves no credit, so
     /// when it gets busy it is served at once but cannot then crowd the others out).
     fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
-        let reg = &*self.registry;
         let vt = &self.vtime;
         let mut best: Option<usize> = None;
         let mut idle = 0u32;
         for lane in 0..self.locals.len() {
-            if self.locals[lane].is_empty() && reg.lanes[lane].injector.is_empty() {
+            if !self.lane_has_work(lane) {
                 idle |= 1 << lane;
             } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
                 best = Some(lane);
@@ -417,9 +454,94 @@ impl WorkerThread {
     }
 
     fn take_from_lane(&self, lane: usize) -> Option<Job> {
-        self.locals[lane]
-            .pop()
-            .or_else(|| self.steal_from_injector(lane))
+        loop {
+            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+                return Some(job);
+            }
+            let entry = self.steal_from_injector(lane)?;
+            if entry.flags() & BUNDLE == 0 {
+                return Some(entry);
+            }
+            if let Some(job) = self.take_up(entry, lane, Took::Shared) {
+                return Some(job);
+            }
+            // An emptied bundle's entry: look again (the batch steal may have moved more
+            // entries onto our deque).
+        }
+    }
+
+    /// The most recent job on our deque of `lane`; a bundle's entry there is taken up.
+    fn pop_own(&self, lane: usize) -> Option<Job> {
+        loop {
+            let job = self.locals[lane].pop()?;
+            if job.flags() & BUNDLE == 0 {
+                return Some(job);
+            }
+            if let Some(job) = self.take_up(job, lane, Took::Own) {
+                return Some(job);
+            }
+        }
+    }
+
+    /// The next job of the bundle we took up last in `lane`, if it has one left (others
+    /// claim from it too once its entry is stolen); an emptied bundle is let go.
+    fn claim_current(&self, lane: usize) -> Option<Job> {
+        let mut slot = self.current[lane].borrow_mut();
+        let current = slot.as_ref()?;
+        if let Some(job) = current.bundle.claim() {
+            let stolen = current.stolen;
+            drop(slot);
+            self.count_claim(lane, stolen);
+            return Some(job);
+        }
+        let done = slot.take().expect("checked above");
+        drop(slot);
+        self.registry.release_bundle(done.bundle);
+        None
+    }
+
+    /// A bundle's entry just taken from a queue (`from`): claims its next job and, if jobs
+    /// are left, puts the entry on our deque, where thieves find it, and keeps a handle to
+    /// claim the rest from (`claim_current`): one claim per job instead of a push and a pop
+    /// (and the pop's fence) per job. `None` if all its jobs were claimed already.
+    ///
+    /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
+    /// of a worker here, which puts it back before it runs anything), so a worker that runs
+    /// a long task, or waits for one of its siblings, leaves them to the others, as a deque
+    /// would. The entry is pushed before the wake (F1 of sleep/README.md, as in
+    /// `submit_local_batch`).
+    fn take_up(&self, entry: Job, lane: usize, from: Took) -> Option<Job> {
+        let reg = &*self.registry;
+        let bundle = entry.into_bundle();
+        let Some(job) = bundle.claim() else {
+            reg.bundle_entry_dropped(lane, bundle);
+            return None;
+        };
+        let stolen = from == Took::Stolen;
+        self.count_claim(lane, stolen);
+        let rest = bundle.remaining();
+        if rest == 0 {
+            reg.bundle_entry_dropped(lane, bundle);
+            return Some(job);
+        }
+        self.locals[lane].push(Job::bundle_entry(bundle.clone()));
+        // Also when the entry came from our own deque: a worker that looked at the queues
+        // between our pop and this push may have gone to sleep, and the next job we run may
+        // wait for one of its siblings.
+        reg.sleep.notify_new_work_n(rest);
+        let previous = self.current[lane].replace(Some(Current { bundle, stolen }));
+        if let Some(previous) = previous {
+            reg.release_bundle(previous.bundle);
+        }
+        Some(job)
+    }
+
+    fn count_claim(&self, lane: usize, stolen: bool) {
+        let shard = self.shard();
+        shard.lane_owned(LaneStat::Claimed, lane, 1);
+        if stolen {
+            shard.stat_owned(Stat::Stolen, 1);
+        }
     }
 
     /// `flock::yield_to_lanes` on this worker, from inside a task of the running lane: while
@@ -446,9 +568,7 @@ impl WorkerThread {
             // First what is cheap: is any heavier lane's queue non-empty?
             let mut heavier = 0u32;
             for lane in 0..lanes {
-                if reg.cfg.lanes[lane].1 > weight
-                    && !(self.locals[lane].is_empty() && reg.lanes[lane].injector.is_empty())
-                {
+                if reg.cfg.lanes[lane].1 > weight && self.lane_has_work(lane) {
                     heavier |= 1 << lane;
                 }
             }
@@ -526,10 +646,15 @@ impl WorkerThread {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
                     match reg.stealers[victim * lanes + lane].steal() {
+                        // A bundle's entry: what we claim from it counts as stolen, job by
+                        // job (its owner may go on claiming from it too).
+                        Steal::Success(job) if job.flags() & BUNDLE != 0 => {
+                            if let Some(job) = self.take_up(job, lane, Took::Stolen) {
+                                return Some((job, lane));
+                            }
+                        }
                         Steal::Success(job) => {
-                            // A bundle (moved here by another worker's batch steal from a
-                            // shared queue) counts as the tasks it holds.
-                            self.shard().stat_owned(Stat::Stolen, job.tasks() as u64);
+                            self.shard().stat_owned(Stat::Stolen, 1);
                             return Some((job, lane));
                         }
                         Steal::Retry => retry = true,
@@ -554,14 +679,10 @@ impl WorkerThread {
         x
     }
 
-    /// Runs one job of `lane` and counts how it ended. A bundle is unpacked and its first job
-    /// run.
+    /// Runs one job of `lane` and counts how it ended (never a bundle's entry: those are
+    /// taken up where they are found, `take_up`).
     pub(crate) fn execute(&self, job: Job, lane: usize) {
-        let job = if job.flags() & BUNDLE != 0 {
-            self.unpack(job, lane)
-        } else {
-            job
-        };
+        debug_assert_eq!(job.flags() & BUNDLE, 0, "bundles are taken up, never run");
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
         let flags = job.flags();
@@ -635,31 +756,6 @@ impl WorkerThread {
         if let Some(end) = counted_end {
             shard.add_owned(end, 1);
         }
-    }
-
-    /// Moves a bundle's jobs but the first into our deque of `lane`, so that we take them in
-    /// bundle order (as crossbeam's batch steal does: reversed into a LIFO deque), and
-    /// returns the first, to run now. The moved jobs are visible to thieves from here on;
-    /// `notify_new_work_n` wakes sleepers for them exactly as `submit_local_batch` does for
-    /// its pushes (F1 of sleep/README.md), so none waits behind us while a worker sleeps.
-    /// They keep `INJECTED`: whoever takes one up counts it and, if paused meanwhile, puts
-    /// it back (`execute_unless_paused`).
-    fn unpack(&self, bundle: Job, lane: usize) -> Job {
-        let reg = &*self.registry;
-        let mut buffer = bundle.into_bundle();
-        let rest = buffer.len() - 1;
-        reg.lanes[lane].bundled.fetch_sub(rest, Ordering::Relaxed);
-        let mut jobs = buffer.drain(..);
-        let first = jobs.next().expect("a bundle is never empty");
-        let local = &self.locals[lane];
-        if reg.cfg.fifo {
-            jobs.for_each(|job| local.push(job));
-        } else {
-            jobs.rev().for_each(|job| local.push(job));
-        }
-        reg.recycle_bundle(buffer);
-        reg.sleep.notify_new_work_n(rest);
-        first
     }
 
     /// `shutdown_now`: drop a queued task unrun, its destructor included.
@@ -747,9 +843,9 @@ impl WorkerThread {
     }
 
     /// Pops the most recent job of our own deque of the running task's lane (used by `join`
-    /// to take its job back).
+    /// to take its job back; a bundle's entry there is taken up).
     pub(crate) fn pop_local(&self) -> Option<Job> {
-        self.locals[self.lane.get()].pop()
+        self.pop_own(self.lane.get())
     }
 
     /// The lane of the task running now.

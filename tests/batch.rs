@@ -610,12 +610,11 @@ fn bundled_tasks_are_counted_as_tasks_queued_taken_and_dropped() {
     });
 }
 
-/// A bundle stolen whole from another worker's deque counts as the tasks it holds. One
-/// worker takes up the first two of four bundles (crossbeam's batch steal from a shared
-/// queue moves half of it: one bundle to run, one into its deque) and blocks in the first
-/// task. A second worker, started then, empties the shared queue (bundles 3 and 4, not
-/// steals), then steals from the first: bundle 2 whole, and the 31 tasks of bundle 1 left
-/// in that deque. 63 tasks stolen, not 32 (one per deque entry).
+/// Tasks taken from a bundle whose entry was stolen from another worker's deque count as
+/// stolen, each of them (not one per entry). 256 tasks go as two bundles of 128. One worker
+/// takes up the first and blocks in its first task, the bundle's entry on its deque. A
+/// second worker, started then, empties the shared queue (bundle 2: not steals), then steals
+/// bundle 1's entry and claims the 127 tasks left in it: 127 stolen.
 #[test]
 #[cfg(feature = "metrics")]
 #[cfg_attr(
@@ -629,8 +628,8 @@ fn a_stolen_bundle_counts_as_its_tasks() {
         pool.pause();
         let started = counter();
         let gate = Arc::new(AtomicUsize::new(0));
-        let hits = slots(128);
-        let tasks = (0..128).map(|i| {
+        let hits = slots(256);
+        let tasks = (0..256).map(|i| {
             let (started, gate, hits) = (started.clone(), gate.clone(), hits.clone());
             move || {
                 if i == 0 {
@@ -642,13 +641,13 @@ fn a_stolen_bundle_counts_as_its_tasks() {
                 hits[i].fetch_add(1, SeqCst);
             }
         });
-        assert_eq!(pool.submit_batch(tasks).unwrap(), 128);
+        assert_eq!(pool.submit_batch(tasks).unwrap(), 256);
         pool.resume();
         while started.load(SeqCst) == 0 {
             std::thread::sleep(Duration::from_micros(100));
         }
         pool.resize(2).unwrap();
-        while pool.stats().completed < 127 {
+        while pool.stats().completed < 255 {
             std::thread::sleep(Duration::from_micros(100));
         }
         let s = pool.stats();
@@ -657,9 +656,9 @@ fn a_stolen_bundle_counts_as_its_tasks() {
         assert_eq!(not_once(&hits), []);
         assert_eq!(
             (s.per_worker[0].executed, s.per_worker[1].executed),
-            (0, 127),
+            (0, 255),
             "{s}"
         );
-        assert_eq!((s.stolen, s.per_worker[1].stolen), (63, 63), "{s}");
+        assert_eq!((s.stolen, s.per_worker[1].stolen), (127, 127), "{s}");
     });
 }

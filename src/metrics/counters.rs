@@ -50,7 +50,7 @@ pub(crate) enum Stat {
 }
 const STATS: usize = 12;
 
-/// Per-lane statistics, kept only when the pool has more than one lane.
+/// Per-lane statistics, kept only when the pool has more than one lane (but `Claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LaneStat {
     /// Tasks accepted into the lane.
@@ -59,8 +59,12 @@ pub(crate) enum LaneStat {
     Executed,
     /// Nanoseconds of run time charged to the lane.
     BusyNs,
+    /// Jobs taken out of the lane's bundles (`Bundle::claim`): not a statistic but what
+    /// `Stats::queued` subtracts from `LaneQueue::bundled`, so it is kept with one lane
+    /// and without the `metrics` feature too.
+    Claimed,
 }
-const LANE_STATS: usize = 3;
+const LANE_STATS: usize = 4;
 
 /// What a worker is doing, as [`Stats`](crate::Stats) shows it.
 ///
@@ -155,7 +159,7 @@ impl Shard {
 
     /// Adds to a lane statistic of a shard only the calling thread writes.
     pub(crate) fn lane_owned(&self, s: LaneStat, lane: usize, n: u64) {
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "metrics") || s == LaneStat::Claimed {
             let a = &self.lanes[lane][s as usize];
             a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         }
@@ -163,7 +167,7 @@ impl Shard {
 
     /// Adds to a lane statistic of a shard several threads may write.
     pub(crate) fn lane_shared(&self, s: LaneStat, lane: usize, n: u64) {
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "metrics") || s == LaneStat::Claimed {
             self.lanes[lane][s as usize].fetch_add(n, Ordering::Relaxed);
         }
     }

@@ -144,8 +144,8 @@ pub struct LaneStats {
     pub submitted: u64,
     /// Its tasks that ran (to their end or to a panic).
     pub executed: u64,
-    /// Its tasks waiting in its shared queue (tasks in workers' deques are counted in
-    /// `Stats::queued` only).
+    /// Its tasks waiting in a queue: its shared queue and the workers' deques (the lanes'
+    /// figures add up to `Stats::queued`).
     pub queued: u64,
     /// Run time its tasks took, as charged for fair sharing; measured only when the pool has
     /// more than one lane (`None` otherwise).
@@ -255,6 +255,21 @@ impl Registry {
             })
             .collect();
         let latency = self.latency.as_ref().map(|l| l.snapshot());
+        let lanes = self.lanes.len();
+        let lane_queued: Vec<u64> = (0..lanes)
+            .map(|i| {
+                let entries = self.lanes[i].injector.len()
+                    + (0..self.stealers.len() / lanes)
+                        .map(|w| self.stealers[w * lanes + i].len())
+                        .sum::<usize>();
+                // `bundled` counts every bundle's jobs beyond the entry that carries it (its
+                // entry counted in `entries` while it is queued); the jobs taken out of
+                // bundles so far are on the shards. Read at different moments, so clamp.
+                let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
+                let inside = bundled.wrapping_sub(c.sum_lane(LaneStat::Claimed, i)) as i64;
+                (entries as i64 + inside).max(0) as u64
+            })
+            .collect();
         Stats {
             submitted,
             completed,
@@ -273,12 +288,7 @@ impl Registry {
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
             in_flight,
-            queued: (self
-                .lanes
-                .iter()
-                .map(|l| l.injector.len() + l.bundled.load(Ordering::Relaxed))
-                .sum::<usize>()
-                + self.stealers.iter().map(|s| s.len()).sum::<usize>()) as u64,
+            queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,
             workers: self.workers(),
             max_workers: self.cfg.max_workers,
@@ -305,9 +315,7 @@ impl Registry {
                         } else {
                             completed + panicked
                         },
-                        queued: (self.lanes[i].injector.len()
-                            + self.lanes[i].bundled.load(Ordering::Relaxed))
-                            as u64,
+                        queued: lane_queued[i],
                         busy: several
                             .then(|| Duration::from_nanos(c.sum_lane(LaneStat::BusyNs, i))),
                     }
