@@ -636,7 +636,7 @@ impl Stats {
         metric(
             "lane_queued",
             "gauge",
-            "Tasks waiting in each lane's shared queue.",
+            "Tasks waiting in each lane's queues (its shared queue and the workers' deques).",
             &lane(|l| l.queued.to_string()),
         );
         if self.lanes.iter().all(|l| l.busy.is_some()) {
