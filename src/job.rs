@@ -302,6 +302,9 @@ impl Bundle {
     /// Drops the unclaimed jobs and hands out the emptied buffer. Called once: by
     /// `into_buffer` (which forgets the bundle) or by `drop`.
     fn take_rest(&mut self) -> Vec<Job> {
+        // Relaxed: we hold the only handle (`drop`, or `Arc::into_inner` before
+        // `into_buffer`), and the `Arc`'s last release synchronised with every other
+        // handle's claims, so this reads the final cursor.
         let claimed = self.next.load(Ordering::Relaxed).min(self.jobs.len());
         // SAFETY: called once, so `jobs` is taken once.
         let mut jobs = unsafe { ManuallyDrop::take(&mut self.jobs) };
