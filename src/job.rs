@@ -146,18 +146,6 @@ impl Job {
         unsafe { ptr::read(this.payload.as_ptr().cast::<Arc<Bundle>>()) }
     }
 
-    /// How many tasks this entry stands for: the jobs of a bundle nobody has claimed yet,
-    /// else 1.
-    #[cfg(test)]
-    pub(crate) fn tasks(&self) -> usize {
-        if self.flags() & BUNDLE == 0 {
-            return 1;
-        }
-        // SAFETY: a `BUNDLE` job's payload holds the `Arc<Bundle>` `Job::bundle_entry`
-        // wrote, still owned by the payload (not read out yet); this only borrows it.
-        unsafe { (*self.payload.as_ptr().cast::<Arc<Bundle>>()).remaining() }
-    }
-
     pub(crate) fn flags(&self) -> u8 {
         self.meta as u8
     }
@@ -456,8 +444,9 @@ mod tests {
     fn a_bundle_hands_out_each_job_once_in_order() {
         let (ran, drops) = (Arc::default(), Arc::default());
         let entry = Job::bundle(counted_jobs(3, &ran, &drops));
-        assert_eq!((entry.flags(), entry.tasks()), (BUNDLE | INJECTED, 3));
+        assert_eq!(entry.flags(), BUNDLE | INJECTED);
         let bundle = entry.into_bundle();
+        assert_eq!(bundle.remaining(), 3);
         let first = bundle.claim().expect("job 0");
         assert_eq!(bundle.remaining(), 2);
         // A second handle, as a thief's: the same cursor.
