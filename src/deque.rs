@@ -97,12 +97,6 @@ mod model {
         pub(crate) fn push(&self, t: T) {
             self.queue.lock().push_back(t);
         }
-        pub(crate) fn steal_batch_and_pop(&self, _dest: &Worker<T>) -> Steal<T> {
-            self.queue
-                .lock()
-                .pop_front()
-                .map_or(Steal::Empty, Steal::Success)
-        }
         pub(crate) fn steal(&self) -> Steal<T> {
             self.queue
                 .lock()

@@ -1,7 +1,7 @@
 //! Fork-join: `join(a, b)` runs `a` here and offers `b` to thieves.
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, STACK};
-use crate::latch::Latch;
+use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::sync::Arc;
 use crate::worker::WorkerThread;
@@ -16,14 +16,18 @@ struct StackJob<F, R> {
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<TaskResult<R>>>,
     latch: Latch,
+    /// The thread waiting in this frame: the latch's setter wakes it.
+    owner: Owner,
 }
 
 impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
-    fn new(f: F) -> Self {
+    #[inline]
+    fn new(f: F, owner: Owner) -> Self {
         StackJob {
             func: UnsafeCell::new(Some(f)),
             result: UnsafeCell::new(None),
             latch: Latch::new(),
+            owner,
         }
     }
 
@@ -53,10 +57,9 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
         catch_unwind(AssertUnwindSafe(f))
     }
 
-    /// The result left by the thief, once `latch.wait()` returned.
+    /// The result left by the thief, once the latch is open.
     fn take_result(&self) -> TaskResult<R> {
-        // SAFETY: the latch is open and waited on, so the thief wrote `result` and is done
-        // with the job.
+        // SAFETY: the latch is open, so the thief wrote `result` and is done with the job.
         unsafe { (*self.result.get()).take() }.expect("flock: a stolen stack job left its result")
     }
 }
@@ -83,7 +86,7 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send>(
     // SAFETY: the owner reads `result` only after the latch opens, below.
     unsafe { *job.result.get() = Some(result) };
     // SAFETY: the job is alive until its latch opens; after this we touch nothing of it.
-    unsafe { Latch::set(&job.latch) };
+    unsafe { latch::set_and_wake(&job.latch, &job.owner) };
     outcome
 }
 
@@ -95,13 +98,13 @@ where
     RA: Send,
     RB: Send,
 {
-    let job_b = StackJob::new(b);
+    // Set by a thief of this pool: no `Arc` clone on the set (`Owner::waker`).
+    let job_b = StackJob::new(b, Owner::of_worker(worker, false));
     // SAFETY: this frame does not return before `job_b` ran here or its latch opened.
     worker.push_local(unsafe { job_b.as_job(0) });
     let ra = catch_unwind(AssertUnwindSafe(a));
     let rb = loop {
         if job_b.latch.probe() {
-            job_b.latch.wait();
             break job_b.take_result();
         }
         match worker.pop_local() {
@@ -109,7 +112,9 @@ where
                 std::mem::forget(job); // just our own address; `run_here` does the work
                 break job_b.run_here();
             }
-            Some(job) => worker.execute(job, worker.lane()),
+            // Spawned above `b` by `a`; or, while paused, a task from outside, which goes
+            // back to its queue unrun.
+            Some(job) => worker.execute_unless_paused_waiting(job, worker.lane()),
             None => {
                 worker.wait_until(&job_b.latch);
                 break job_b.take_result();
@@ -133,16 +138,22 @@ where
         // Shut down: run both here, in order, rather than fail.
         return (a(), b());
     };
-    let job = StackJob::new(move || {
-        crate::worker::with_current(|w| {
-            let w = w.expect("flock: a queued job runs on a worker");
-            join_on_worker(w, a, b)
-        })
-    });
-    // SAFETY: we block on the latch below before `job` can go out of scope.
+    let reg: &Registry = registry;
+    let job = StackJob::new(
+        move || {
+            crate::worker::with_current(|w| match w {
+                Some(w) if w.is_in(reg) => join_on_worker(w, a, b),
+                // Run off the workers (by the lane reserve): both halves here, in order.
+                _ => (a(), b()),
+            })
+        },
+        Owner::current(registry),
+    );
+    // SAFETY: we wait for the latch below before `job` can go out of scope.
     let queued = unsafe { job.as_job(COUNTED) };
     let lane = registry.outside_lane(None);
     Registry::dispatch(registry, shard, route, queued, lane);
-    job.latch.wait();
+    // On a worker of another pool: that pool's tasks run here meanwhile.
+    latch::wait(&job.latch);
     job.take_result().unwrap_or_else(|p| resume_unwind(p))
 }

@@ -1,90 +1,282 @@
-//! A one-shot "done" signal that can be probed, waited on, and freed right after it opens.
+//! A one-shot "done" signal in one atomic word, whose waiter may be a worker that keeps
+//! running tasks while it waits (see `sleep/README.md`, "Waiting workers").
+//!
+//! The word goes `UNSET → SLEEPY → SLEEPING` as its waiter gets ready to park, and to `SET`
+//! from any state in one `swap` by the setter. Setting costs that one read-modify-write and
+//! nothing else unless the swap returns `SLEEPING`: only then is the waiter woken, through
+//! its pool's sleep protocol (a worker) or its thread handle (any other thread).
 //!
 //! Latches live inside `join`'s stack jobs and scopes, so the waiter may free the latch the
-//! moment it sees it set. The setter's very last touch of the latch is therefore a one-byte
-//! atomic store to `done`, after its unlock, and `wait` returns only once it sees `done`.
-//! `set` takes a raw pointer, not `&self`: a reference argument (or the `MutexGuard`'s
-//! reference to the mutex, while the guard drops) stays protected until its function returns,
-//! and freeing that memory before then is undefined behaviour. Miri's Stacked Borrows caught
-//! both; an `&AtomicU8` has no bytes outside its `UnsafeCell`, so the final store is safe.
+//! moment it sees it set. So the setter's last touch of the latch is the swap itself: what
+//! it needs to wake the waiter (a [`Wake`]) is read out of the latch's [`Owner`] *before*
+//! the swap, and `set` takes a raw pointer, not `&self` (a reference argument stays
+//! protected until its function returns, and freeing its memory before then is undefined
+//! behaviour; Miri's Stacked Borrows caught that twice). An `&AtomicUsize` has no bytes
+//! outside its `UnsafeCell`, so the swap through it is sound.
 
-use crate::sync::{AtomicU8, Condvar, Mutex, Ordering};
+use crate::registry::Registry;
+use crate::sync::thread::{self, Thread};
+use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::worker::WorkerThread;
+
+const UNSET: usize = 0;
+/// The waiter is about to park (listed or listing itself as a sleeper).
+const SLEEPY: usize = 1;
+/// The waiter parks or is parked: the setter must wake it.
+const SLEEPING: usize = 2;
+const SET: usize = 3;
 
 pub(crate) struct Latch {
-    /// Fast-path copy of `*set`, for probing without the lock.
-    flag: AtomicU8,
-    /// Set by the setter after everything else: from then on it does not touch the latch.
-    done: AtomicU8,
-    set: Mutex<bool>,
-    cond: Condvar,
+    state: AtomicUsize,
 }
 
 impl Latch {
+    #[inline]
     pub(crate) fn new() -> Latch {
         Latch {
-            flag: AtomicU8::new(0),
-            done: AtomicU8::new(0),
-            set: Mutex::new(false),
-            cond: Condvar::new(),
+            state: AtomicUsize::new(UNSET),
         }
     }
 
-    /// Opens the latch and wakes every waiter. The latch may be freed by a waiter as soon as
-    /// the internal unlock happens, before this returns.
+    /// Whether the latch is open. Once it returns true the setter no longer touches the
+    /// latch, so the caller may free it.
+    #[inline]
+    pub(crate) fn probe(&self) -> bool {
+        // Acquire: pairs with the AcqRel swap in `set`, publishing what the setter wrote
+        // before (a join result, a scope's last panic).
+        self.state.load(Ordering::Acquire) == SET
+    }
+
+    /// `UNSET → SLEEPY`, the waiter's first step towards parking. False if the latch is set.
+    pub(crate) fn get_sleepy(&self) -> bool {
+        // Relaxed on failure: the caller re-reads the latch with `probe` before returning.
+        self.state
+            .compare_exchange(UNSET, SLEEPY, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// `SLEEPY → SLEEPING`: from here on a setter wakes the waiter. False if the latch was
+    /// set meanwhile (then the waiter must not park).
+    pub(crate) fn fall_asleep(&self) -> bool {
+        // AcqRel: Release publishes what the waiter registered before (a spawn handle's
+        // waker slot); on failure the waiter re-reads with `probe`.
+        self.state
+            .compare_exchange(SLEEPY, SLEEPING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Back to `UNSET` after a park that the set did not end (woken for work, or the park
+    /// was cancelled). Leaves `SET` alone.
+    pub(crate) fn wake_up(&self) {
+        let state = self.state.load(Ordering::Relaxed);
+        if state == SLEEPY || state == SLEEPING {
+            // A failed exchange means the latch was set: exactly what we leave alone.
+            let _ = self.state.compare_exchange(
+                state,
+                UNSET,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Opens the latch. Returns true if its waiter was asleep (`SLEEPING`), in which case the
+    /// caller must wake it with the `Wake` it read out beforehand. The latch may be freed by
+    /// its waiter as soon as the swap is done.
     ///
     /// # Safety
     /// `this` points to a live latch.
-    pub(crate) unsafe fn set(this: *const Latch) {
-        // SAFETY: the caller guarantees the latch is alive; it stays alive while we hold its
-        // mutex, because every waiter takes the mutex before it returns (see the module doc).
-        let (set_lock, flag, cond) = unsafe { (&(*this).set, &(*this).flag, &(*this).cond) };
-        let mut set = set_lock.lock();
-        *set = true;
-        // Release: pairs with the Acquire load in `probe`, publishing what the setter wrote
-        // before (a join result, a scope's last panic).
-        flag.store(1, Ordering::Release);
-        cond.notify_all();
-        drop(set);
-        // The last touch. Release: pairs with the Acquire load in `wait`, so a waiter that
-        // sees it knows the unlock above is complete.
-        // SAFETY: no waiter returns (and frees the latch) before it sees this store.
-        unsafe { (*this).done.store(1, Ordering::Release) };
+    #[inline]
+    pub(crate) unsafe fn set(this: *const Latch) -> bool {
+        // AcqRel: Release pairs with `probe`'s Acquire load (publishing the result); Acquire
+        // pairs with `fall_asleep`'s Release (seeing what the waiter registered).
+        // SAFETY: the caller guarantees the latch is alive; this swap is our last touch.
+        unsafe { (*this).state.swap(SET, Ordering::AcqRel) == SLEEPING }
     }
 
-    /// Whether the latch is open. Does not make it safe to free the latch; `wait` does.
-    pub(crate) fn probe(&self) -> bool {
-        // Acquire: pairs with the Release store in `set`.
-        self.flag.load(Ordering::Acquire) == 1
+    /// Blocks a thread that is not a worker of any pool until the latch opens. The latch's
+    /// setter must wake it through `Owner::Thread` (the thread's handle).
+    pub(crate) fn wait_blocking(&self) {
+        let backoff = crossbeam_utils::Backoff::new();
+        while !backoff.is_completed() {
+            if self.probe() {
+                return;
+            }
+            backoff.snooze();
+        }
+        // AcqRel: as `fall_asleep` (a thread waiter skips SLEEPY: nothing can wake it but
+        // the set). Fails only if the latch is set.
+        if self
+            .state
+            .compare_exchange(UNSET, SLEEPING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            debug_assert!(self.probe(), "a thread waiter is a latch's only waiter");
+            return;
+        }
+        // `park` may return spuriously, and an `unpark` before it is remembered, so a set
+        // that lands between the exchange and the park is not missed.
+        while !self.probe() {
+            thread::park();
+        }
+    }
+}
+
+/// Who waits on a latch, known when the latch is made; what its setter reads to wake it.
+pub(crate) enum Owner {
+    /// A worker, woken through its pool's sleep protocol (`Sleep::wake_specific`).
+    Worker {
+        /// The worker's own `Arc`, inside its `WorkerThread`: alive while the worker waits.
+        registry: *const Arc<Registry>,
+        index: usize,
+        /// The latch is set by a thread of another pool, which does not keep the waiter's
+        /// pool alive: it clones the `Arc` before the set (after the set the waiter may
+        /// return, and its pool be dropped).
+        cross: bool,
+    },
+    /// Any other thread, parked with `thread::park`.
+    Thread(Thread),
+}
+
+// SAFETY: `Worker`'s pointer is only read by a latch's setter, before the set, while the
+// waiting worker (which owns the `Arc` it points to) is alive; `Arc<Registry>` is Sync.
+unsafe impl Send for Owner {}
+// SAFETY: as above; `Owner` has no interior mutability.
+unsafe impl Sync for Owner {}
+
+impl Owner {
+    /// The current thread, as the waiter of a latch that threads of `pool` set.
+    pub(crate) fn current(pool: &Registry) -> Owner {
+        crate::worker::with_current(|w| match w {
+            Some(w) => Owner::of_worker(w, !w.is_in(pool)),
+            None => Owner::Thread(thread::current()),
+        })
     }
 
-    /// Blocks until the latch opens. On return the setter no longer touches the latch.
-    pub(crate) fn wait(&self) {
-        let mut set = self.set.lock();
-        while !*set {
-            self.cond.wait(&mut set);
-        }
-        drop(set);
-        // The setter is past its unlock; only its final store is left.
-        while self.done.load(Ordering::Acquire) == 0 {
-            crate::sync::thread::yield_now();
+    pub(crate) fn of_worker(worker: &WorkerThread, cross: bool) -> Owner {
+        Owner::Worker {
+            registry: worker.registry_arc(),
+            index: worker.index(),
+            cross,
         }
     }
+
+    /// What the setter needs to wake this owner after the latch is gone.
+    #[inline]
+    pub(crate) fn waker(&self) -> Wake {
+        match *self {
+            // SAFETY: the waiting worker's `WorkerThread` (which holds this `Arc`) is alive
+            // while the latch is unset, and we are called before setting it.
+            Owner::Worker {
+                registry,
+                index,
+                cross: true,
+            } => Wake::Shared(Arc::clone(unsafe { &*registry }), index),
+            // SAFETY: as above; without `cross`, the setter runs a job of the same pool and
+            // so holds that pool alive itself (a worker's, the reserve's or a submitter's
+            // reference) for as long as it uses this pointer.
+            Owner::Worker {
+                registry, index, ..
+            } => Wake::Local(unsafe { &**registry }, index),
+            Owner::Thread(ref t) => Wake::Thread(t.clone()),
+        }
+    }
+
+    /// An owned copy that keeps the worker's pool alive (for latches whose waiter registers
+    /// itself later: a spawned task's handle).
+    pub(crate) fn into_owned(self) -> Wake {
+        match self {
+            // SAFETY: as in `waker`: the worker is alive, we run on it.
+            Owner::Worker { registry, index, .. } => {
+                Wake::Shared(Arc::clone(unsafe { &*registry }), index)
+            }
+            Owner::Thread(t) => Wake::Thread(t),
+        }
+    }
+}
+
+/// How to wake a latch's sleeping waiter, read out of its `Owner` before the set.
+pub(crate) enum Wake {
+    /// A worker of the pool whose job sets the latch (that pool is alive while it runs).
+    Local(*const Registry, usize),
+    /// A worker of another pool: our own reference keeps it alive.
+    Shared(Arc<Registry>, usize),
+    Thread(Thread),
+}
+
+// SAFETY: `Local`'s pointer is only dereferenced while the pool it points to is kept alive by
+// the thread holding the `Wake` (see `Owner::waker`), and `Registry` is `Sync`.
+unsafe impl Send for Wake {}
+
+impl Wake {
+    #[cold]
+    pub(crate) fn wake(self) {
+        match self {
+            // SAFETY: see `Owner::waker`: the setter's own pool, alive while it runs.
+            Wake::Local(registry, index) => unsafe { &*registry }.sleep.wake_specific(index),
+            Wake::Shared(registry, index) => registry.sleep.wake_specific(index),
+            Wake::Thread(t) => t.unpark(),
+        }
+    }
+}
+
+/// Opens `latch` and wakes its waiter if it sleeps.
+///
+/// # Safety
+/// `latch` and `owner` point to live values that may be freed as soon as the latch is set.
+#[inline]
+pub(crate) unsafe fn set_and_wake(latch: *const Latch, owner: *const Owner) {
+    // SAFETY: the caller guarantees both are alive until the set.
+    let wake = unsafe { (*owner).waker() };
+    // SAFETY: as above.
+    if unsafe { Latch::set(latch) } {
+        wake.wake();
+    }
+}
+
+/// Waits for `latch`, whose owner is the current thread: a worker (of any pool) runs its
+/// own pool's tasks meanwhile and parks as a listed sleeper; any other thread blocks.
+pub(crate) fn wait(latch: &Latch) {
+    if latch.probe() {
+        return;
+    }
+    crate::worker::with_current(|w| match w {
+        Some(w) => w.wait_until(latch),
+        None => latch.wait_blocking(),
+    });
 }
 
 #[cfg(all(test, not(flock_loom)))]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
-    fn wait_returns_after_set_from_another_thread() {
-        let latch = Arc::new(Latch::new());
+    fn a_thread_waiter_returns_after_set_from_another_thread() {
+        let latch = std::sync::Arc::new(Latch::new());
+        let owner = std::sync::Arc::new(Owner::Thread(std::thread::current()));
         assert!(!latch.probe());
-        let l2 = latch.clone();
-        // SAFETY: `l2` keeps the latch alive.
-        let t = std::thread::spawn(move || unsafe { Latch::set(&*l2) });
-        latch.wait();
+        let (l2, o2) = (latch.clone(), owner.clone());
+        // SAFETY: `l2` and `o2` keep both alive.
+        let t = std::thread::spawn(move || unsafe { set_and_wake(&*l2, &*o2) });
+        wait(&latch);
         assert!(latch.probe());
         t.join().unwrap();
+    }
+
+    #[test]
+    fn set_reports_a_sleeping_waiter_only() {
+        let latch = Latch::new();
+        assert!(latch.get_sleepy());
+        // SAFETY: `latch` is alive.
+        assert!(!unsafe { Latch::set(&latch) }, "SLEEPY is not asleep yet");
+        assert!(!latch.fall_asleep(), "a set latch cannot fall asleep");
+        let latch = Latch::new();
+        assert!(latch.get_sleepy() && latch.fall_asleep());
+        latch.wake_up();
+        assert!(latch.get_sleepy() && latch.fall_asleep());
+        // SAFETY: `latch` is alive.
+        assert!(unsafe { Latch::set(&latch) });
+        latch.wake_up();
+        assert!(latch.probe(), "wake_up leaves SET alone");
     }
 }

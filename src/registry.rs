@@ -156,6 +156,8 @@ pub(crate) struct Registry {
 impl Registry {
     /// A registry with every slot idle; `Registry::resize` starts the workers.
     pub(crate) fn new(cfg: Config) -> Registry {
+        // Before any worker of this pool starts (see `barrier::MODE`).
+        crate::sleep::barrier::init();
         let slots = cfg.max_workers;
         let per_worker = cfg.capacity / (32 * cfg.workers);
         let deques: Vec<Box<[Deque<Job>]>> = (0..slots)

@@ -1,7 +1,7 @@
 //! Scoped tasks: tasks that borrow from the caller's stack.
 
 use crate::job::{Job, Outcome, COUNTED};
-use crate::latch::Latch;
+use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::drop_payload;
@@ -17,6 +17,8 @@ pub struct Scope<'scope> {
     /// Tasks not yet finished, plus one for the scope's body while it runs.
     pending: AtomicUsize,
     latch: Latch,
+    /// The thread that runs the body and waits at the end: the latch's setter wakes it.
+    owner: Owner,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// Invariant in `'scope`, as `std::thread::Scope` is.
     _marker: PhantomData<&'scope mut &'scope ()>,
@@ -42,6 +44,7 @@ impl<'scope> ScopePtr<'scope> {
 impl<'scope> Scope<'scope> {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
         Scope {
+            owner: Owner::current(&registry),
             registry,
             pending: AtomicUsize::new(1),
             latch: Latch::new(),
@@ -199,7 +202,7 @@ impl<'scope> Scope<'scope> {
             // AcqRel: the last decrement acquires every other task's writes (their Release
             // decrements) before opening the latch for the scope's owner.
             if (*this).pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                Latch::set(&(*this).latch);
+                latch::set_and_wake(&(*this).latch, &(*this).owner);
             }
         }
     }
@@ -209,10 +212,8 @@ impl<'scope> Scope<'scope> {
         let result = catch_unwind(AssertUnwindSafe(|| op(&self)));
         // SAFETY: the body's unit; `self` is alive (we own it).
         unsafe { Scope::task_done(&self) };
-        crate::worker::with_current(|w| match w {
-            Some(w) if w.is_in(&self.registry) => w.wait_until(&self.latch),
-            _ => self.latch.wait(),
-        });
+        // On a worker (of this pool or another) its pool's tasks run here meanwhile.
+        latch::wait(&self.latch);
         let task_panic = self.panic.lock().take();
         match (result, task_panic) {
             (Err(body_panic), other) => {

@@ -1,10 +1,10 @@
 //! Spawned tasks and their `JoinHandle`s.
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
-use crate::latch::Latch;
+use crate::latch::{self, Latch, Owner, Wake};
 use crate::metrics::counters::Proto;
 use crate::registry::Registry;
-use crate::sync::{Arc, AtomicU8, Ordering};
+use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
 use crate::{JoinError, RejectReason};
 use std::cell::UnsafeCell;
@@ -29,6 +29,33 @@ struct Header<T> {
     state: AtomicU8,
     result: UnsafeCell<Option<std::thread::Result<T>>>,
     latch: Latch,
+    /// Who to wake when the latch opens: registered by `join` before it waits (the waiter
+    /// is not known when the task is made). The cell is kept alive by the setter's own
+    /// reference, so reading this after the set is sound.
+    waiter: Mutex<Option<Wake>>,
+}
+
+impl<T> Header<T> {
+    fn new(state: u8) -> Self {
+        Header {
+            state: AtomicU8::new(state),
+            result: UnsafeCell::new(None),
+            latch: Latch::new(),
+            waiter: Mutex::new(None),
+        }
+    }
+
+    /// Opens the latch and wakes the joiner if it sleeps. The caller keeps the cell alive.
+    fn open(&self) {
+        // SAFETY: the caller's reference keeps the latch alive through the call.
+        if unsafe { Latch::set(&self.latch) } {
+            // The joiner fell asleep after registering (its `fall_asleep` Release, our
+            // swap's Acquire), so the slot holds it.
+            if let Some(wake) = self.waiter.lock().take() {
+                wake.wake();
+            }
+        }
+    }
 }
 
 struct SpawnCell<F, T> {
@@ -71,11 +98,7 @@ where
     T: Send + 'static,
 {
     let cell = CellArc::new(SpawnCell {
-        header: Header {
-            state: AtomicU8::new(PENDING),
-            result: UnsafeCell::new(None),
-            latch: Latch::new(),
-        },
+        header: Header::new(PENDING),
         func: UnsafeCell::new(Some(f)),
     });
     let mut payload = Payload::uninit();
@@ -122,8 +145,8 @@ where
     // SAFETY: we moved the state out of PENDING, so the closure is ours.
     let f = unsafe { (*cell.func.get()).take() }.expect("flock: a pending task has its closure");
     if action == Action::Discard {
-        // SAFETY: `cell` (an `Arc`) keeps the latch alive.
-        unsafe { Latch::set(&header.latch) };
+        // `cell` (an `Arc`) keeps the latch alive.
+        header.open();
         drop(f);
         return Outcome::Done;
     }
@@ -137,8 +160,8 @@ where
     unsafe { *header.result.get() = Some(result) };
     // Release: publishes `result`; pairs with the Acquire load in `JoinHandle::join`.
     header.state.store(DONE, Ordering::Release);
-    // SAFETY: `cell` (an `Arc`) keeps the latch alive.
-    unsafe { Latch::set(&header.latch) };
+    // `cell` (an `Arc`) keeps the latch alive.
+    header.open();
     outcome
 }
 
@@ -177,15 +200,10 @@ impl<T: Send + 'static> JoinHandle<T> {
             RejectReason::UnknownLane => REFUSED_UNKNOWN_LANE,
         };
         let cell: SpawnCell<fn() -> T, T> = SpawnCell {
-            header: Header {
-                state: AtomicU8::new(state),
-                result: UnsafeCell::new(None),
-                latch: Latch::new(),
-            },
+            header: Header::new(state),
             func: UnsafeCell::new(None),
         };
-        // SAFETY: `cell` is alive on our stack.
-        unsafe { Latch::set(&cell.header.latch) };
+        cell.header.open();
         JoinHandle {
             cell: CellArc::new(cell),
             registry: registry.clone(),
@@ -201,10 +219,9 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> Result<T, JoinError> {
         let header = self.cell.header();
         if !header.latch.probe() {
-            crate::worker::with_current(|w| match w {
-                Some(w) if w.is_in(&self.registry) => w.wait_until(&header.latch),
-                _ => header.latch.wait(),
-            });
+            *header.waiter.lock() = Some(Owner::current(&self.registry).into_owned());
+            // On a worker (of this pool or another) its pool's tasks run here meanwhile.
+            latch::wait(&header.latch);
         }
         // Acquire: pairs with the Release store of DONE in `call_spawn`.
         match header.state.load(Ordering::Acquire) {
@@ -261,8 +278,8 @@ impl<T> JoinHandle<T> {
         let shard = self.registry.counters.external();
         shard.add_shared(Proto::Dropped, 1);
         self.registry.after_finish_off_worker();
-        // SAFETY: `self.cell` keeps the latch alive.
-        unsafe { Latch::set(&header.latch) };
+        // `self.cell` keeps the latch alive.
+        header.open();
         true
     }
 }

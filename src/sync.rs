@@ -31,10 +31,10 @@ pub(crate) use facade_thread_local;
 /// Threads: std's, or loom's under `cfg(flock_loom)` (which have no names or stack sizes).
 pub(crate) mod thread {
     #[cfg(not(flock_loom))]
-    pub(crate) use std::thread::JoinHandle;
+    pub(crate) use std::thread::{current, park, JoinHandle, Thread};
 
     #[cfg(flock_loom)]
-    pub(crate) use loom::thread::JoinHandle;
+    pub(crate) use loom::thread::{current, park, JoinHandle, Thread};
 
     /// Spawns a thread with the given name and stack size.
     pub(crate) fn spawn<F>(
@@ -58,14 +58,6 @@ pub(crate) mod thread {
             let _ = (name, stack);
             Ok(loom::thread::spawn(f))
         }
-    }
-
-    /// Lets other threads run (loom's yield under loom, so models can make progress).
-    pub(crate) fn yield_now() {
-        #[cfg(not(flock_loom))]
-        std::thread::yield_now();
-        #[cfg(flock_loom)]
-        loom::thread::yield_now();
     }
 
     /// Whether a thread has finished (loom cannot tell; it says no).

@@ -210,6 +210,16 @@ pub(crate) fn run(
 }
 
 impl WorkerThread {
+    /// The worker's slot index in its pool.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The worker's own reference to its pool, alive as long as the worker thread runs.
+    pub(crate) fn registry_arc(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// Whether this worker belongs to `registry`'s pool.
     pub(crate) fn is_in(&self, registry: &Registry) -> bool {
         ptr::eq(&*self.registry, registry)
@@ -611,14 +621,15 @@ impl WorkerThread {
         clock.set(clock.get().wrapping_add(cost));
     }
 
+    /// The oldest entry of `lane`'s shared queue. One at a time, never a batch into our
+    /// deque: a batch would sit behind the task we are about to run while idle workers take
+    /// younger tasks (and our own pops run it newest first), so tasks of a lane would no
+    /// longer start in the order they were submitted (tests/fifo.rs; threadpool's
+    /// `test_shrink`). Bulk submissions keep their amortisation through bundles.
     fn steal_from_injector(&self, lane: usize) -> Option<Job> {
         loop {
-            match self.registry.lanes[lane]
-                .injector
-                .steal_batch_and_pop(&self.locals[lane])
-            {
-                // Counted in `execute` (the `INJECTED` flag): part of a batch may be stolen
-                // from our deque before we could count it here.
+            match self.registry.lanes[lane].injector.steal() {
+                // Counted in `execute` (the `INJECTED` flag).
                 Steal::Success(job) => return Some(job),
                 Steal::Empty => return None,
                 Steal::Retry => std::hint::spin_loop(),
@@ -853,28 +864,112 @@ impl WorkerThread {
         self.lane.get()
     }
 
-    /// Runs other work until `latch` opens, then blocks for it if nothing is left to run.
-    /// While the pool is paused it only helps with tasks already in workers' deques (what
-    /// running tasks spawned and may be waiting for), never the shared queues.
+    /// Runs this pool's tasks until `latch` opens, parking as a listed sleeper when there is
+    /// nothing to run (sleep/README.md, "Waiting workers"). The latch may belong to another
+    /// pool; its owner must be this worker (`latch::Owner`). While the pool is paused only
+    /// tasks that running tasks spawned are run, never ones submitted from outside.
+    #[inline]
     pub(crate) fn wait_until(&self, latch: &Latch) {
-        let backoff = Backoff::new();
-        while !latch.probe() {
-            let found = if Registry::paused(self.registry.control()) {
-                self.find_spawned_work()
-            } else {
-                self.find_work()
-            };
-            if let Some((job, lane)) = found {
-                self.execute(job, lane);
-                backoff.reset();
-                continue;
-            }
-            if backoff.is_completed() {
-                break;
-            }
-            backoff.snooze();
+        if !latch.probe() {
+            self.wait_until_cold(latch);
         }
-        latch.wait();
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &Latch) {
+        let mut searching = false;
+        loop {
+            // 1. Run what there is, spinning a little when there is nothing.
+            let backoff = Backoff::new();
+            loop {
+                if latch.probe() {
+                    if searching {
+                        self.stop_searching();
+                    }
+                    return;
+                }
+                if let Some((job, lane)) = self.find_work_while_waiting() {
+                    if searching {
+                        searching = false;
+                        self.stop_searching();
+                    }
+                    self.execute_unless_paused_waiting(job, lane);
+                    backoff.reset();
+                    continue;
+                }
+                if backoff.is_completed() {
+                    break;
+                }
+                backoff.snooze();
+            }
+            // 2. Park where both new work and the latch's set can wake us.
+            searching = self.park_waiting(latch, searching);
+        }
+    }
+
+    /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
+    /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
+    /// to find it).
+    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) {
+        let reg = &*self.registry;
+        if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
+            reg.lanes[lane].injector.push(job);
+            // `resume` may have come between the load and the push: F1 and the state test.
+            reg.sleep.notify_new_work();
+            return;
+        }
+        self.execute(job, lane);
+    }
+
+    /// A job to run while waiting: any of our pool's, or while paused only a spawned one (a
+    /// job from outside taken as the pool got paused goes back unrun: the caller runs it
+    /// through `execute_unless_paused_waiting`, which re-reads the pause after the take).
+    fn find_work_while_waiting(&self) -> Option<(Job, usize)> {
+        let reg = &*self.registry;
+        if Registry::paused(reg.control()) {
+            return self.find_spawned_work();
+        }
+        self.find_work()
+    }
+
+    /// Parks a worker waiting for `latch` (sleep/README.md, "Waiting workers"): the steps of
+    /// `park`, with the latch's `SLEEPY`/`SLEEPING` around them so that its setter wakes us.
+    /// No exit or retire check: we are inside a task. Returns whether we count as a
+    /// searcher (always, once we announced ourselves; see `Sleep::cancel_park`).
+    fn park_waiting(&self, latch: &Latch, searching: bool) -> bool {
+        let sleep = &self.registry.sleep;
+        if !latch.get_sleepy() {
+            return searching; // set meanwhile: the loop's probe returns
+        }
+        self.shard().set_state(WorkerState::Parked);
+        sleep.announce_parked(self.index, searching);
+        // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
+        // wakes us; work pushed before our announcement is visible to the re-check.
+        let paused = Registry::paused(self.registry.control());
+        if !latch.fall_asleep() || self.waiting_work_visible(paused) {
+            latch.wake_up();
+            if !sleep.cancel_park(self.index) {
+                sleep.park(self.index); // a waker chose us: consume its token
+            }
+            return true;
+        }
+        self.shard().stat_owned(Stat::Parks, 1);
+        sleep.park(self.index);
+        self.shard().stat_owned(Stat::Wakeups, 1);
+        latch.wake_up();
+        true
+    }
+
+    /// The re-check of a waiting worker: like `work_visible`, but while paused only the
+    /// workers' deques count (the shared queues wait for `resume`, which wakes everyone).
+    fn waiting_work_visible(&self, paused: bool) -> bool {
+        if cfg!(flock_canary) {
+            return false;
+        }
+        if paused {
+            return self.registry.stealers.iter().any(|s| !s.is_empty());
+        }
+        self.work_visible()
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then other

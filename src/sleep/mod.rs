@@ -4,6 +4,8 @@
 use crate::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 
+pub(crate) mod barrier;
+
 const SEARCHING_ONE: u64 = 1;
 const SLEEPING_ONE: u64 = 1 << 32;
 
@@ -79,6 +81,9 @@ impl Sleep {
         // `transition_from_searching`; after it, either a submitter sees us sleeping or our
         // re-check sees its job.
         fence(Ordering::SeqCst);
+        // The heavy side of the asymmetric barrier: pairs with the light side of every
+        // local push (`notify_local_work`), README.md "Local pushes".
+        barrier::before_recheck();
     }
 
     /// Takes back an announcement: we are a searcher again either way. Returns true if we
@@ -166,13 +171,43 @@ impl Sleep {
         }
     }
 
-    /// After a worker pushed onto its own deque: the same test without the fence (README.md,
-    /// "Submitting": the pusher runs its own deque, so nothing is lost if this misses).
+    /// After a worker pushed onto its own deque (README.md, "Local pushes and the
+    /// asymmetric barrier"): with nobody asleep, one load and no fence; otherwise the test
+    /// of `notify_new_work`, behind its F1.
+    #[inline]
     pub(crate) fn notify_local_work(&self) {
-        let state = self.state.load(Ordering::Relaxed);
-        if searching(state) == 0 && sleeping(state) > 0 {
-            self.wake_one();
+        // The light side: a compiler fence where parking workers issue a membarrier, else
+        // a SeqCst fence. Either way this load sees `sleeping` of any worker whose re-check
+        // could have missed our push.
+        barrier::after_local_push();
+        if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
+            self.notify_local_work_cold();
         }
+    }
+
+    #[cold]
+    fn notify_local_work_cold(&self) {
+        // F1 (`notify_new_work`): someone sleeps, so a searcher may hold the promise for
+        // our job, and its re-check must see the push as it sees a submitter's.
+        self.notify_new_work();
+    }
+
+    /// Wakes worker `index` if it is parked (listed), making it a searcher: a latch it
+    /// waits on was set (`latch::Wake`). If it is not listed it is awake, or a waker chose
+    /// it and its unpark is on the way; either way it re-reads its latch before it parks
+    /// again, so there is nothing to do (and an unpark now would leave a stray token).
+    #[cold]
+    pub(crate) fn wake_specific(&self, index: usize) {
+        let mut sleepers = self.sleepers.lock();
+        let Some(pos) = sleepers.iter().position(|&i| i == index) else {
+            return;
+        };
+        sleepers.swap_remove(pos);
+        // As in `wake_one`: counted as a searcher from now on.
+        self.state
+            .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+        drop(sleepers);
+        self.parkers[index].unpark();
     }
 
     /// Wakes one parked worker, making it a searcher, unless a searcher exists. Returns whether
