@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Model-checks the sleep protocol, wait() and shutdown with loom, then proves the models bite:
-# built with --cfg flock_canary (the park path's re-check removed) the same suite must fail.
+# built with --cfg flock_canary (the park path's re-check removed) the same suite must fail,
+# and built with --cfg flock_canary_push (no fence after a local push) the model of a task
+# that blocks after pushing locally must fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -27,6 +29,19 @@ if RUSTFLAGS="--cfg flock_loom --cfg flock_canary" LOOM_MAX_PREEMPTIONS=1 \
 fi
 if ! grep -m1 -E "deadlock|panicked" "$log" | sed 's/^/loom canary: the models caught it: /'; then
     echo "loom canary: the build failed for another reason" >&2
+    tail -20 "$log" >&2
+    exit 1
+fi
+
+echo "== loom canary: without the local push's fence, a task blocking on what it pushed must hang"
+if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_push" \
+    cargo test --release -p flock --lib loom_push_locally_then_block -- --test-threads=1 --nocapture >"$log" 2>&1; then
+    echo "loom canary (push): FAILED - the unfenced local push passed the model" >&2
+    tail -20 "$log" >&2
+    exit 1
+fi
+if ! grep -m1 -E "deadlock|panicked" "$log" | sed 's/^/loom canary (push): the model caught it: /'; then
+    echo "loom canary (push): the build failed for another reason" >&2
     tail -20 "$log" >&2
     exit 1
 fi

@@ -31,13 +31,13 @@ for seed in $seeds; do
     fi
     grep -E "^test result" "$log"
 done
-# Resize, pause and batches: one seed (they take ~3 minutes under Miri).
-echo "== miri (seed 1): resize, pause, batches"
+# Resize, pause, batches and waiting workers: one seed (they take minutes under Miri).
+echo "== miri (seed 1): resize, pause, batches, waiting workers"
 log=$(mktemp)
 if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=1 -Zmiri-disable-isolation" \
-    cargo +nightly miri test -p flock --test resize --test pause --test batch >"$log" 2>&1; then
+    cargo +nightly miri test -p flock --test resize --test pause --test batch --test waiting >"$log" 2>&1; then
     grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
-    echo "miri: FAILED (resize, pause, batches)" >&2
+    echo "miri: FAILED (resize, pause, batches, waiting)" >&2
     exit 1
 fi
 grep -E "^test result" "$log"
@@ -57,4 +57,4 @@ if ! RUSTFLAGS="--cfg flock_miri_crossbeam" MIRIFLAGS="-Zmiri-seed=1 -Zmiri-disa
     exit 1
 fi
 grep -E "^test result" "$log"
-echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches + 1 real-deque pass in $(( $(date +%s) - start ))s"
+echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches/waiting + 1 real-deque pass in $(( $(date +%s) - start ))s"

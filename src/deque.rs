@@ -12,7 +12,7 @@ pub(crate) use model::{Injector, Steal, Stealer, Worker};
 
 #[cfg(any(flock_loom, all(miri, not(flock_miri_crossbeam))))]
 mod model {
-    use crate::sync::{Arc, Mutex};
+    use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
     use std::collections::VecDeque;
 
     /// As `crossbeam_deque::Steal`; the model never asks for a retry.
@@ -23,13 +23,55 @@ mod model {
         Retry,
     }
 
+    /// A deque: the jobs behind a lock, and their count in an atomic that `is_empty` reads
+    /// without the lock, as crossbeam's reads its `front`/`back` indices (Acquire loads of
+    /// what the owner's push stores with Release). So a re-check can miss a push that no
+    /// fence orders before it, exactly as with the real deque: the model of a local push
+    /// followed by a blocking wait relies on this (`loom_push_locally_then_block`).
+    struct Deque<T> {
+        jobs: Mutex<VecDeque<T>>,
+        len: AtomicUsize,
+    }
+
     pub(crate) struct Worker<T> {
-        queue: Arc<Mutex<VecDeque<T>>>,
+        queue: Arc<Deque<T>>,
         fifo: bool,
     }
 
     pub(crate) struct Stealer<T> {
-        queue: Arc<Mutex<VecDeque<T>>>,
+        queue: Arc<Deque<T>>,
+    }
+
+    impl<T> Deque<T> {
+        fn new() -> Self {
+            Deque {
+                jobs: Mutex::new(VecDeque::new()),
+                len: AtomicUsize::new(0),
+            }
+        }
+        fn push(&self, t: T) {
+            let mut jobs = self.jobs.lock();
+            jobs.push_back(t);
+            // Release, as crossbeam's store of `back` after writing the slot.
+            self.len.store(jobs.len(), Ordering::Release);
+        }
+        fn take(&self, front: bool) -> Option<T> {
+            let mut jobs = self.jobs.lock();
+            let t = if front {
+                jobs.pop_front()
+            } else {
+                jobs.pop_back()
+            };
+            self.len.store(jobs.len(), Ordering::Release);
+            t
+        }
+        fn len(&self) -> usize {
+            self.jobs.lock().len()
+        }
+        fn is_empty(&self) -> bool {
+            // Acquire, as crossbeam's loads of `front` and `back`; no lock.
+            self.len.load(Ordering::Acquire) == 0
+        }
     }
 
     pub(crate) struct Injector<T> {
@@ -39,13 +81,13 @@ mod model {
     impl<T> Worker<T> {
         pub(crate) fn new_fifo() -> Self {
             Worker {
-                queue: Arc::new(Mutex::new(VecDeque::new())),
+                queue: Arc::new(Deque::new()),
                 fifo: true,
             }
         }
         pub(crate) fn new_lifo() -> Self {
             Worker {
-                queue: Arc::new(Mutex::new(VecDeque::new())),
+                queue: Arc::new(Deque::new()),
                 fifo: false,
             }
         }
@@ -55,36 +97,28 @@ mod model {
             }
         }
         pub(crate) fn push(&self, t: T) {
-            self.queue.lock().push_back(t);
+            self.queue.push(t);
         }
         pub(crate) fn pop(&self) -> Option<T> {
-            let mut q = self.queue.lock();
-            if self.fifo {
-                q.pop_front()
-            } else {
-                q.pop_back()
-            }
+            self.queue.take(self.fifo)
         }
         pub(crate) fn len(&self) -> usize {
-            self.queue.lock().len()
+            self.queue.len()
         }
         pub(crate) fn is_empty(&self) -> bool {
-            self.queue.lock().is_empty()
+            self.queue.is_empty()
         }
     }
 
     impl<T> Stealer<T> {
         pub(crate) fn steal(&self) -> Steal<T> {
-            self.queue
-                .lock()
-                .pop_front()
-                .map_or(Steal::Empty, Steal::Success)
+            self.queue.take(true).map_or(Steal::Empty, Steal::Success)
         }
         pub(crate) fn len(&self) -> usize {
-            self.queue.lock().len()
+            self.queue.len()
         }
         pub(crate) fn is_empty(&self) -> bool {
-            self.queue.lock().is_empty()
+            self.queue.is_empty()
         }
     }
 

@@ -71,12 +71,9 @@ impl Latch {
         let state = self.state.load(Ordering::Relaxed);
         if state == SLEEPY || state == SLEEPING {
             // A failed exchange means the latch was set: exactly what we leave alone.
-            let _ = self.state.compare_exchange(
-                state,
-                UNSET,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            let _ = self
+                .state
+                .compare_exchange(state, UNSET, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -105,13 +102,14 @@ impl Latch {
             backoff.snooze();
         }
         // AcqRel: as `fall_asleep` (a thread waiter skips SLEEPY: nothing can wake it but
-        // the set). Fails only if the latch is set.
-        if self
-            .state
-            .compare_exchange(UNSET, SLEEPING, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
+        // the set). Fails only if the latch is set, and then returns at once, so the failure
+        // is Acquire, as `probe`: it pairs with the set's swap and publishes the result
+        // (loom caught a Relaxed failure here: the joiner read the task as still pending).
+        if let Err(state) =
+            self.state
+                .compare_exchange(UNSET, SLEEPING, Ordering::AcqRel, Ordering::Acquire)
         {
-            debug_assert!(self.probe(), "a thread waiter is a latch's only waiter");
+            debug_assert_eq!(state, SET, "a thread waiter is a latch's only waiter");
             return;
         }
         // `park` may return spuriously, and an `unpark` before it is remembered, so a set
@@ -187,9 +185,9 @@ impl Owner {
     pub(crate) fn into_owned(self) -> Wake {
         match self {
             // SAFETY: as in `waker`: the worker is alive, we run on it.
-            Owner::Worker { registry, index, .. } => {
-                Wake::Shared(Arc::clone(unsafe { &*registry }), index)
-            }
+            Owner::Worker {
+                registry, index, ..
+            } => Wake::Shared(Arc::clone(unsafe { &*registry }), index),
             Owner::Thread(t) => Wake::Thread(t),
         }
     }

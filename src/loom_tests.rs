@@ -295,3 +295,132 @@ fn loom_reserve_runs_a_heavy_task_behind_a_busy_worker() {
         },
     );
 }
+
+/// A rendezvous flag for models: `signal` once, `wait` blocks (so a lost wake-up is a
+/// deadlock loom reports, not a spin).
+#[derive(Clone)]
+struct Signal(Arc<(loom::sync::Mutex<bool>, loom::sync::Condvar)>);
+
+impl Signal {
+    fn new() -> Signal {
+        Signal(Arc::new((
+            loom::sync::Mutex::new(false),
+            loom::sync::Condvar::new(),
+        )))
+    }
+    fn signal(&self) {
+        let (flag, cond) = &*self.0;
+        *flag.lock().unwrap() = true;
+        cond.notify_all();
+    }
+    fn wait(&self) {
+        let (flag, cond) = &*self.0;
+        let mut set = flag.lock().unwrap();
+        while !*set {
+            set = cond.wait(set).unwrap();
+        }
+    }
+}
+
+/// A task pushes B onto its own deque, then blocks until B has run: only the other worker,
+/// asleep or falling asleep, can run it. The push's light barrier against the parking
+/// worker's F2 is what makes its re-check see B; built with `--cfg flock_canary_push` (no
+/// fence after the local push, and no membarrier under loom) this model must fail
+/// (scripts/loom.sh).
+#[test]
+fn loom_push_locally_then_block() {
+    model("loom_push_locally_then_block", || {
+        let pool = Arc::new(pool(2));
+        let p = pool.clone();
+        pool.submit(move || {
+            let done = Signal::new();
+            let d = done.clone();
+            p.submit(move || d.signal()).unwrap();
+            done.wait();
+        })
+        .unwrap();
+        pool.wait().unwrap();
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A latch set racing its waiter's park: a worker of pool A waits for a task of pool B (one
+/// worker each), and the main thread (not a worker) waits for A's task. Both waiters park
+/// through the latch's SLEEPY/SLEEPING states; a set that misses a sleeper deadlocks.
+#[test]
+fn loom_latch_set_racing_its_waiters_park() {
+    model("loom_latch_set_racing_its_waiters_park", || {
+        let a = pool(1);
+        let b = Arc::new(pool(1));
+        let b2 = b.clone();
+        let r = a.spawn(move || b2.spawn(|| 7).join().unwrap()).join();
+        assert_eq!(r.unwrap(), 7);
+        a.shutdown().unwrap();
+        b.shutdown().unwrap();
+    });
+}
+
+/// A worker waiting on a latch while new work arrives: A's only worker waits for B's task,
+/// which blocks until a task submitted to A from outside has run. Only the waiting worker
+/// can run that task, so the submit must reach it while it waits (before, it blocked on the
+/// latch's condvar, outside the sleepers' list).
+#[test]
+fn loom_waiting_worker_runs_new_work() {
+    model("loom_waiting_worker_runs_new_work", || {
+        let a = Arc::new(pool(1));
+        let b = Arc::new(pool(1));
+        let x_ran = Signal::new();
+        let (b2, x) = (b.clone(), x_ran.clone());
+        let waiter = a.spawn(move || b2.spawn(move || x.wait()).join().unwrap());
+        let x = x_ran.clone();
+        a.submit(move || x.signal()).unwrap();
+        waiter.join().unwrap();
+        a.shutdown().unwrap();
+        b.shutdown().unwrap();
+    });
+}
+
+/// `resume` while the only worker waits: its task A waits for B, queued from outside behind
+/// it while the pool is paused. The waiting worker must not run B while paused, and must be
+/// reached by `resume`.
+#[test]
+fn loom_resume_while_the_only_worker_waits() {
+    model("loom_resume_while_the_only_worker_waits", || {
+        let pool = Arc::new(pool(1));
+        let (started, go) = (Signal::new(), Signal::new());
+        let slot = Arc::new(loom::sync::Mutex::new(None::<crate::JoinHandle<u32>>));
+        let (s, g, h) = (started.clone(), go.clone(), slot.clone());
+        let a = pool.spawn(move || {
+            s.signal();
+            g.wait();
+            let b = h.lock().unwrap().take().expect("B's handle");
+            b.join().unwrap()
+        });
+        started.wait();
+        *slot.lock().unwrap() = Some(pool.spawn(|| 5));
+        pool.pause();
+        go.signal();
+        pool.resume();
+        assert_eq!(a.join().unwrap(), 5);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// Two pools waiting on each other (rayon-core's `mutual_install`), one worker each: a task
+/// of A joins in B, whose job joins in A. Each waiting worker runs its own pool's jobs, so
+/// the other pool's request is served.
+#[test]
+fn loom_two_pools_waiting_on_each_other() {
+    model("loom_two_pools_waiting_on_each_other", || {
+        let a = Arc::new(pool(1));
+        let b = Arc::new(pool(1));
+        let (a2, b2) = (a.clone(), b.clone());
+        let r = a
+            .spawn(move || b2.join(|| a2.join(|| 1, || 2), || 3))
+            .join()
+            .unwrap();
+        assert_eq!(r, ((1, 2), 3));
+        a.shutdown().unwrap();
+        b.shutdown().unwrap();
+    });
+}

@@ -878,9 +878,12 @@ impl WorkerThread {
     #[cold]
     fn wait_until_cold(&self, latch: &Latch) {
         let mut searching = false;
+        let spin_limit = self.registry.cfg.spin_limit;
         loop {
-            // 1. Run what there is, spinning a little when there is nothing.
+            // 1. Run what there is, spinning up to `spin_limit` rounds when there is nothing
+            // (as an idle worker does before it parks).
             let backoff = Backoff::new();
+            let mut rounds = 0;
             loop {
                 if latch.probe() {
                     if searching {
@@ -895,11 +898,13 @@ impl WorkerThread {
                     }
                     self.execute_unless_paused_waiting(job, lane);
                     backoff.reset();
+                    rounds = 0;
                     continue;
                 }
-                if backoff.is_completed() {
+                if rounds >= spin_limit {
                     break;
                 }
+                rounds += 1;
                 backoff.snooze();
             }
             // 2. Park where both new work and the latch's set can wake us.

@@ -213,23 +213,23 @@ fn nested_scopes_across_pools_complete() {
 }
 
 /// Case 6: in a FIFO pool, a task's `join` after `pause()` starts none of the tasks queued
-/// from outside (before, its pops ran what a batch steal had moved into its deque).
+/// from outside. Before, the worker took the blocking task together with a batch of the
+/// queued ones into its deque, and `join`'s pops ran them while paused.
 #[test]
 fn join_inside_a_task_starts_nothing_from_outside_while_paused() {
     watchdog(20, "join while paused", || {
-        let pool = Pool::builder().workers(1).fifo().build().unwrap();
+        let pool = Arc::new(Pool::builder().workers(1).fifo().build().unwrap());
         let gate = Gate::new();
         let (tx, rx) = mpsc::channel();
-        let g = gate.clone();
-        let pool = Arc::new(pool);
-        let p = pool.clone();
+        let (g, p) = (gate.clone(), pool.clone());
+        let started = Arc::new(AtomicUsize::new(0));
+        // Everything is queued before the worker looks: it finds the blocking task first.
+        pool.pause();
         let runner = pool.spawn(move || {
             tx.send(()).unwrap();
             g.wait();
             p.join(|| (), || ());
         });
-        rx.recv().unwrap();
-        let started = Arc::new(AtomicUsize::new(0));
         for _ in 0..8 {
             let s = started.clone();
             pool.submit(move || {
@@ -237,12 +237,15 @@ fn join_inside_a_task_starts_nothing_from_outside_while_paused() {
             })
             .unwrap();
         }
+        pool.resume();
+        rx.recv().unwrap();
         pool.pause();
+        let before = started.load(Ordering::SeqCst);
         gate.open();
         runner.join().unwrap();
         assert_eq!(
             started.load(Ordering::SeqCst),
-            0,
+            before,
             "tasks from outside started while paused"
         );
         pool.resume();

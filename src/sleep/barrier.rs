@@ -76,7 +76,14 @@ mod sys {
 
     fn membarrier(cmd: libc::c_long) -> libc::c_long {
         // SAFETY: membarrier takes (cmd, flags, cpu_id) and touches no memory of ours.
-        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long, 0 as libc::c_long) }
+        unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                cmd,
+                0 as libc::c_long,
+                0 as libc::c_long,
+            )
+        }
     }
 
     /// Whether the kernel offers expedited private membarriers and registered us for them.
