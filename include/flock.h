@@ -29,6 +29,11 @@
 #define FLOCK_VERSION "0.1.0"
 
 
+// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
+// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
+// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
+#define FLOCK_MIN_STACK_SIZE (16 * 1024)
+
 // The most lanes a pool may have (flock_config_t.lane_count above it is
 // FLOCK_ERR_INVALID_CONFIG).
 #define FLOCK_MAX_LANES 16
@@ -60,7 +65,7 @@ enum flock_status {
     // A pointer argument that must not be NULL was NULL.
     FLOCK_ERR_NULL = 1,
     // flock_pool_new: the configuration is invalid (workers 0 or above 65,536, capacity 0,
-    // stack_size too small to be a stack, pin_workers with no core to pin to...), or a worker
+    // stack_size below FLOCK_MIN_STACK_SIZE, pin_workers with no core to pin to...), or a worker
     // could not be pinned to its core.
     FLOCK_ERR_INVALID_CONFIG = 2,
     // The queue is full and the pool's policy is FLOCK_WHEN_FULL_REJECT: the task was not
@@ -171,7 +176,9 @@ struct flock_config {
     // With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     // default) means as many as there are workers.
     uint32_t max_spawned_threads;
-    // Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
+    // Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    // smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
+    // or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     uint64_t stack_size;
     // The most workers flock_resize may grow the pool to, at least workers and at most
     // 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
@@ -631,9 +638,10 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
 // exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
 // task owns arg from then on. A task can report that it failed with flock_task_fail.
-// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused:
-// neither task nor drop is called, and the caller still owns arg. FLOCK_ERR_NULL when pool
-// or task is NULL (arg may be NULL: it is passed through untouched).
+// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused;
+// FLOCK_ERR_NULL when pool or task is NULL (arg may be NULL: it is passed through
+// untouched); FLOCK_ERR_PANIC when a panic inside the library was caught. On every error,
+// neither task nor drop is called, and the caller still owns arg (free it yourself).
 //
 // After shutdown (or while it is under way): FLOCK_ERR_SHUTDOWN.
 //
@@ -665,9 +673,10 @@ flock_status_t flock_submit_lane(flock_pool_t *pool, uint32_t lane, void (*task)
 //
 // Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
 // FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
-// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused: neither task nor drop
-// is called, and the caller still owns arg (a refusal for an unknown lane is not counted in
-// flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is NULL.
+// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused (a refusal for an
+// unknown lane is not counted in flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is
+// NULL; FLOCK_ERR_PANIC. On every error, as with flock_submit_ex, neither task nor drop is
+// called and the caller still owns arg.
 //
 // Thread-safety: as flock_submit_ex.
 //

@@ -8,7 +8,8 @@
 //
 // Ownership: flock::pool owns its flock_pool_t; it is move-only, and its destructor shuts the
 // pool down gracefully (every accepted task runs) and joins the workers, like flock_pool_free.
-// A moved-from pool holds nothing; calling it throws flock::error(FLOCK_ERR_NULL).
+// A moved-from pool holds nothing; calling it throws flock::error(FLOCK_ERR_NULL) (submitting
+// to it destroys the callable once, unrun).
 //
 // Exceptions: calls that fail throw flock::error, carrying the flock_status_t. An exception
 // thrown by a task never crosses the C boundary: the trampoline catches it, reports it with
@@ -290,6 +291,8 @@ private:
     flock_status_t submit_in(const uint32_t* lane, F&& f) {
         using Fn = std::decay_t<F>;
         static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit takes a callable with no arguments");
+        // A moved-from pool: refuse before anything is allocated (f is destroyed by the caller).
+        if (p_ == nullptr) return FLOCK_ERR_NULL;
         auto send = [this, lane](void (*run)(void*), void* arg, void (*drop)(void*)) {
             return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
         };
@@ -301,7 +304,9 @@ private:
         } else {
             auto owned = std::make_unique<Fn>(std::forward<F>(f));
             flock_status_t st = send(&detail::run_heap<Fn>, owned.get(), &detail::drop_heap<Fn>);
-            if (st == FLOCK_OK) owned.release();  // the pool owns it now
+            // On FLOCK_OK the pool owns it now; on any error flock.h leaves it with us (the drop
+            // callback is never called), so `owned` deletes it, once.
+            if (st == FLOCK_OK) owned.release();
             return st;
         }
     }

@@ -36,6 +36,11 @@ fn policy(raw: u32) -> Option<Backpressure> {
     })
 }
 
+/// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
+/// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
+/// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
+pub const FLOCK_MIN_STACK_SIZE: u64 = 16 * 1024;
+
 /// A pool's configuration. Always start from flock_config_init, then change the fields you
 /// care about: later versions may add fields at the end, which flock_config_init fills in.
 /// The pool copies what it needs (lane names included); the struct, and the lanes array it
@@ -68,7 +73,9 @@ pub struct flock_config {
     /// With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     /// default) means as many as there are workers.
     pub max_spawned_threads: u32,
-    /// Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
+    /// Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    /// smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
+    /// or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     pub stack_size: u64,
     /// The most workers flock_resize may grow the pool to, at least workers and at most
     /// 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
@@ -159,6 +166,9 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilde
     }
     let stack_size = field!(stack_size as u64);
     if stack_size != 0 {
+        if stack_size < FLOCK_MIN_STACK_SIZE {
+            return None;
+        }
         b = b.stack_size(usize::try_from(stack_size).ok()?);
     }
     let max_workers = field!(max_workers as u32);
@@ -234,5 +244,22 @@ mod tests {
         };
         // SAFETY: as above.
         assert!(unsafe { builder_from(bad.as_ptr()) }.is_none());
+    }
+
+    #[test]
+    fn a_stack_below_the_minimum_is_refused() {
+        let mut cfg = flock_config::defaults();
+        for (size, ok) in [
+            (0, true),
+            (1, false),
+            (FLOCK_MIN_STACK_SIZE - 1, false),
+            (FLOCK_MIN_STACK_SIZE, true),
+            (8 << 20, true),
+        ] {
+            cfg.stack_size = size;
+            // SAFETY: a live, initialized config.
+            let built = unsafe { builder_from(&cfg) };
+            assert_eq!(built.is_some(), ok, "stack_size {size}");
+        }
     }
 }

@@ -184,6 +184,25 @@ static void test_invalid_config(void) {
     cfg.when_full = (flock_when_full_t)42; /* not a constant: checked, not trusted */
     CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
     CHECK(pool == sentinel);
+
+    /* A stack too small to be one: below FLOCK_MIN_STACK_SIZE (0 keeps the platform's). */
+    flock_config_init(&cfg);
+    cfg.stack_size = 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    cfg.stack_size = FLOCK_MIN_STACK_SIZE - 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel);
+    /* The minimum itself is a stack a worker runs tasks on. */
+    cfg.workers = 1;
+    cfg.stack_size = FLOCK_MIN_STACK_SIZE;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    if (pool != sentinel) {
+        atomic_uint_fast64_t n = 0;
+        CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+        CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+        CHECK_EQ(atomic_load(&n), 1);
+        flock_pool_free(pool);
+    }
 }
 
 static void noop(void *arg) { (void)arg; }
@@ -392,6 +411,55 @@ static void test_submit_ex_drop_once_under_shutdown_now(void) {
     flock_pool_free(pool);
     /* Freeing never calls drop again. */
     for (int i = 0; i < K; i++) CHECK_EQ(atomic_load(&slots[i].dropped), 1);
+}
+
+/* ---- every error path leaves the argument with the caller ------------------------------ */
+
+/* Counts its calls, so that a drop callback run on an error path shows up (a no-op callback
+ * hides it; a caller that frees arg itself after an error would then free twice). */
+static atomic_int owned_drops;
+static void owned_drop(void *arg) {
+    (void)arg;
+    atomic_fetch_add(&owned_drops, 1);
+}
+
+static void test_error_paths_keep_ownership(void) {
+    atomic_store(&owned_drops, 0);
+    slot_t s = {0, 0};
+    /* NULL pool and NULL task, on every call taking a drop callback. */
+    CHECK_STATUS(flock_submit_ex(NULL, slot_run, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(NULL, 0, slot_run, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_ex(NULL, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(NULL, 0, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+
+    flock_pool_t *pool = new_pool(1, 1, FLOCK_WHEN_FULL_REJECT);
+    CHECK_STATUS(flock_submit_ex(pool, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    /* An unknown lane. */
+    CHECK_STATUS(flock_submit_lane_ex(pool, 5, slot_run, &s, owned_drop), FLOCK_ERR_UNKNOWN_LANE);
+    /* A forced panic inside the call. */
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_PANIC);
+    /* A full queue: the gate holds the worker, one task fills the queue of capacity 1. */
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_FULL);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_FULL);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    /* After shutdown. */
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_SHUTDOWN);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_SHUTDOWN);
+    flock_pool_free(pool);
+
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+    CHECK_EQ(atomic_load(&s.ran), 0);
 }
 
 /* ---- waiting from inside a task ----------------------------------------------------- */
@@ -1459,6 +1527,7 @@ int main(void) {
     RUN(test_null_pointers);
     RUN(test_many_threads_exact_counts);
     RUN(test_submit_ex_drop_once_under_shutdown_now);
+    RUN(test_error_paths_keep_ownership);
     RUN(test_wait_inside_task_would_deadlock);
     RUN(test_reject_when_full);
     RUN(test_block_timeout);

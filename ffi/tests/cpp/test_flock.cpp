@@ -183,6 +183,44 @@ static void test_move_only_ownership() {
     CHECK_EQ(flock::current_worker(), -1);
 }
 
+// Counts how many times copies of it are destroyed, in a callable too big for the argument
+// word (the heap path, which hands the C side a drop callback).
+struct counted_callable {
+    std::atomic<int>* destroyed;
+    std::atomic<int>* ran;
+    char pad[32] = {};
+    counted_callable(std::atomic<int>* d, std::atomic<int>* r) : destroyed(d), ran(r) {}
+    counted_callable(counted_callable&& other) noexcept : destroyed(other.destroyed), ran(other.ran) {
+        other.destroyed = nullptr;
+    }
+    counted_callable(const counted_callable&) = delete;
+    ~counted_callable() {
+        if (destroyed) (*destroyed)++;
+    }
+    void operator()() { (*ran)++; }
+};
+
+static void test_moved_from_pool_refuses_heap_callables_once() {
+    flock::pool a(flock::config().workers(1));
+    flock::pool b(std::move(a));
+    std::atomic<int> destroyed{0}, ran{0};
+    bool threw = false;
+    try {
+        a.submit(counted_callable(&destroyed, &ran));
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_NULL;
+    }
+    CHECK(threw);
+    CHECK_EQ(destroyed.load(), 1);  // freed exactly once, by submit
+    CHECK_EQ(a.try_submit_to(0, counted_callable(&destroyed, &ran)), FLOCK_ERR_NULL);
+    CHECK_EQ(destroyed.load(), 2);
+    CHECK_EQ(ran.load(), 0);
+    b.submit(counted_callable(&destroyed, &ran));
+    b.wait();
+    CHECK_EQ(ran.load(), 1);
+    CHECK_EQ(destroyed.load(), 3);
+}
+
 static_assert(std::is_nothrow_copy_constructible_v<flock::config>, "a config copies without throwing");
 
 static void test_config_lanes_survive_copies() {
@@ -377,6 +415,7 @@ int main() {
     RUN(test_errors_throw);
     RUN(test_shutdown_now_destroys_unrun_callables);
     RUN(test_move_only_ownership);
+    RUN(test_moved_from_pool_refuses_heap_callables_once);
     RUN(test_config_lanes_survive_copies);
     RUN(test_submit_to_lanes);
     RUN(test_resize_pause_resume);
