@@ -199,6 +199,29 @@ struct flock_config {
     // every worker runs a task of a lighter lane; it then runs that task at once. Its runs
     // are counted in flock_stats_t.reserve_runs. See the Rust PoolBuilder::lane_reserve.
     bool lane_reserve;
+    // Called on each worker thread as on_worker_start(worker_hook_arg, worker), with the
+    // worker's index (0 to max_workers - 1), once, before the worker runs any task: when the
+    // pool starts and for each worker flock_resize adds (an index that retired and came back
+    // is started again). flock_pool_new (or flock_resize) may return before a new worker's
+    // call has finished, but that worker runs no task before it has. Suits naming the
+    // thread, setting its priority, or thread-local state that tasks then use. NULL (the
+    // default): nothing is called.
+    //
+    // Both hooks run on worker threads, several at once (one per worker), so they must be
+    // thread-safe; they must not unwind (no C++ exception or longjmp out: catch inside), and
+    // must not wait for the pool (flock_wait, flock_shutdown, flock_pool_free) or block on
+    // its tasks.
+    void (*on_worker_start)(void *arg, uint32_t worker);
+    // Called on each worker thread as on_worker_stop(worker_hook_arg, worker) after its last
+    // task, when it leaves: at shutdown (flock_shutdown, flock_pool_free) or when flock_resize
+    // retires it. Every worker whose on_worker_start was called gets one on_worker_stop
+    // call, and flock_shutdown (or flock_pool_free from outside the pool) returns only after
+    // all of them. Same rules as on_worker_start. NULL (the default): nothing is called.
+    void (*on_worker_stop)(void *arg, uint32_t worker);
+    // Passed untouched to on_worker_start and on_worker_stop; the caller owns what it points
+    // to and must keep it valid until the pool's last worker has stopped (flock_shutdown or
+    // flock_pool_free, called from outside the pool, has returned). Default: NULL.
+    void *worker_hook_arg;
 };
 
 // See `struct flock_config`.

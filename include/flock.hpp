@@ -22,6 +22,9 @@
 // no allocation. Any other callable is moved to the heap and deleted after it runs, or by the
 // drop callback when FLOCK_SHUTDOWN_NOW discards it, or by submit itself when it is refused.
 //
+// Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
+// runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
+//
 // Lanes: flock::config().lanes({{"interactive", 8}, {"batch", 1}}) builds a pool with two
 // lanes; pool.submit_to(pool.lane("batch"), f) puts a task in one (pool.lane looks the index
 // up once; keep it). submit() uses lane 0 from outside the pool and the running task's lane
@@ -39,7 +42,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -99,6 +105,8 @@ void drop_heap(void* arg) noexcept {
 }
 }  // namespace detail
 
+class pool;
+
 /// flock_config_t with its defaults filled in (flock_config_init) and chainable setters.
 struct config : flock_config_t {
     config() noexcept : flock_config_t() { flock_config_init(this); }
@@ -143,7 +151,53 @@ struct config : flock_config_t {
         return *this;
     }
 
+    /// Calls f(worker) on each worker thread before it runs any task (see
+    /// flock_config_t::on_worker_start): the pool's init callback, e.g. to name the thread or
+    /// set up thread-local state. f is copied into the config (copies share it) and kept alive
+    /// by the flock::pool built from it. It runs on several workers at once; an exception it
+    /// throws is caught, printed to stderr, and the worker goes on. An empty f removes the
+    /// hook. May throw std::bad_alloc.
+    config& on_worker_start(std::function<void(uint32_t)> f) {
+        auto h = std::make_shared<worker_hooks>(hooks_ ? *hooks_ : worker_hooks{});
+        h->start = std::move(f);
+        return set_hooks(std::move(h));
+    }
+
+    /// Calls f(worker) on each worker thread after its last task (see
+    /// flock_config_t::on_worker_stop): the cleanup callback. Same rules as on_worker_start.
+    config& on_worker_stop(std::function<void(uint32_t)> f) {
+        auto h = std::make_shared<worker_hooks>(hooks_ ? *hooks_ : worker_hooks{});
+        h->stop = std::move(f);
+        return set_hooks(std::move(h));
+    }
+
 private:
+    friend class pool;
+
+    // The C++ hooks; flock_config_t::worker_hook_arg points at them. Built once, never changed.
+    struct worker_hooks {
+        std::function<void(uint32_t)> start, stop;
+    };
+
+    template <std::function<void(uint32_t)> worker_hooks::*Which>
+    static void call_hook(void* arg, uint32_t worker) noexcept {
+        try {
+            (static_cast<const worker_hooks*>(arg)->*Which)(worker);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "flock: a worker hook threw on worker %u: %s\n", static_cast<unsigned>(worker), e.what());
+        } catch (...) {
+            std::fprintf(stderr, "flock: a worker hook threw on worker %u\n", static_cast<unsigned>(worker));
+        }
+    }
+
+    config& set_hooks(std::shared_ptr<const worker_hooks> h) {
+        flock_config_t::on_worker_start = h->start ? &call_hook<&worker_hooks::start> : nullptr;
+        flock_config_t::on_worker_stop = h->stop ? &call_hook<&worker_hooks::stop> : nullptr;
+        flock_config_t::worker_hook_arg = const_cast<worker_hooks*>(h.get());
+        hooks_ = std::move(h);
+        return *this;
+    }
+
     // The names and the flock_lane_t array pointing into them; built once, never changed.
     struct lane_list {
         explicit lane_list(std::vector<std::pair<std::string, uint32_t>> list) : specs(std::move(list)) {
@@ -154,6 +208,7 @@ private:
         std::vector<flock_lane_t> views;
     };
     std::shared_ptr<const lane_list> lanes_;
+    std::shared_ptr<const worker_hooks> hooks_;
 };
 
 /// The index of the flock worker calling, or -1 outside any pool.
@@ -166,20 +221,30 @@ inline size_t yield_to_lanes() noexcept { return flock_yield_to_lanes(); }
 /// An owned flock pool.
 class pool {
 public:
+    /// Starts a pool with every default.
+    pool() : pool(config()) {}
+
     /// Starts a pool; throws flock::error (FLOCK_ERR_INVALID_CONFIG, FLOCK_ERR_THREAD_SPAWN).
-    explicit pool(const flock_config_t& cfg = config()) { detail::check(flock_pool_new(&cfg, &p_)); }
+    /// Keeps the config's worker hooks alive for as long as the pool's workers run.
+    explicit pool(const config& cfg) : hooks_(cfg.hooks_) { detail::check(flock_pool_new(&cfg, &p_)); }
+
+    /// Starts a pool from a plain flock_config_t (its C hooks and worker_hook_arg as they are).
+    explicit pool(const flock_config_t& cfg) { detail::check(flock_pool_new(&cfg, &p_)); }
 
     pool(const pool&) = delete;
     pool& operator=(const pool&) = delete;
-    pool(pool&& other) noexcept : p_(std::exchange(other.p_, nullptr)) {}
+    pool(pool&& other) noexcept : p_(std::exchange(other.p_, nullptr)), hooks_(std::move(other.hooks_)) {}
     pool& operator=(pool&& other) noexcept {
         if (this != &other) {
             flock_pool_free(p_);
             p_ = std::exchange(other.p_, nullptr);
+            hooks_ = std::move(other.hooks_);
         }
         return *this;
     }
-    /// Graceful: every accepted task runs, then the workers are joined.
+    /// Graceful: every accepted task runs, then the workers are joined (their stop hooks run),
+    /// then the hooks are released. Do not destroy a pool from inside one of its own tasks
+    /// when it has worker hooks: the workers would outlive it.
     ~pool() { flock_pool_free(p_); }
 
     /// Runs f() on the pool. Returns FLOCK_OK, or the status of a refusal (FLOCK_ERR_FULL,
@@ -312,6 +377,7 @@ private:
     }
 
     flock_pool_t* p_ = nullptr;
+    std::shared_ptr<const config::worker_hooks> hooks_;  // after p_: released once it is freed
 };
 
 }  // namespace flock

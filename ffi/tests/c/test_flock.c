@@ -413,6 +413,113 @@ static void test_submit_ex_drop_once_under_shutdown_now(void) {
     for (int i = 0; i < K; i++) CHECK_EQ(atomic_load(&slots[i].dropped), 1);
 }
 
+/* ---- worker start/stop hooks ------------------------------------------------------------ */
+
+#define HOOK_MAX_WORKERS 8
+
+typedef struct {
+    atomic_int started[HOOK_MAX_WORKERS];
+    atomic_int stopped[HOOK_MAX_WORKERS];
+    atomic_int bad_index;
+    atomic_int wrong_thread; /* a task saw another index in its thread's hook state */
+    atomic_int ran;
+} hooks_t;
+
+/* Set by on_worker_start on the worker's own thread; tasks read it. */
+static _Thread_local int hook_index = -1;
+static _Thread_local hooks_t *hook_owner;
+
+static void hook_start(void *arg, uint32_t worker) {
+    hooks_t *h = arg;
+    if (worker >= HOOK_MAX_WORKERS || flock_current_worker() != (int32_t)worker) {
+        atomic_fetch_add(&h->bad_index, 1);
+        return;
+    }
+    hook_index = (int)worker;
+    hook_owner = h;
+    atomic_fetch_add(&h->started[worker], 1);
+}
+
+static void hook_stop(void *arg, uint32_t worker) {
+    hooks_t *h = arg;
+    if (worker >= HOOK_MAX_WORKERS || hook_owner != h || hook_index != (int)worker) {
+        atomic_fetch_add(&h->bad_index, 1);
+        return;
+    }
+    atomic_fetch_add(&h->stopped[worker], 1);
+}
+
+static void hook_task(void *arg) {
+    hooks_t *h = arg;
+    /* The worker's start hook has run on this thread before any of its tasks. */
+    int32_t w = flock_current_worker();
+    if (w >= 0 && (hook_owner != h || hook_index != w)) atomic_fetch_add(&h->wrong_thread, 1);
+    atomic_fetch_add(&h->ran, 1);
+}
+
+static flock_pool_t *new_hooked_pool(hooks_t *h, uint32_t workers) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = workers;
+    cfg.max_workers = HOOK_MAX_WORKERS;
+    cfg.on_worker_start = hook_start;
+    cfg.on_worker_stop = hook_stop;
+    cfg.worker_hook_arg = h;
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    return pool;
+}
+
+static void test_worker_hooks(void) {
+    static hooks_t h;
+    memset(&h, 0, sizeof h);
+    flock_pool_t *pool = new_hooked_pool(&h, 2);
+    if (!pool) return;
+    int n = (int)scaled(2000);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    /* Grow to 4, shrink to 1, grow to 3: workers 1 and 2 stop and start again. */
+    CHECK_STATUS(flock_resize(pool, 4), FLOCK_OK);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 1), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 3), FLOCK_OK);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    /* Every start has had its stop by the time the shutdown returns. */
+    int starts = 0;
+    for (int w = 0; w < HOOK_MAX_WORKERS; w++) {
+        CHECK_EQ(atomic_load(&h.stopped[w]), atomic_load(&h.started[w]));
+        starts += atomic_load(&h.started[w]);
+    }
+    CHECK_EQ(atomic_load(&h.started[0]), 1);
+    CHECK(atomic_load(&h.started[1]) >= 1 && atomic_load(&h.started[1]) <= 3);
+    CHECK_EQ(atomic_load(&h.started[3]), 1);
+    for (int w = 4; w < HOOK_MAX_WORKERS; w++) CHECK_EQ(atomic_load(&h.started[w]), 0);
+    CHECK(starts >= 4);
+    CHECK_EQ(atomic_load(&h.bad_index), 0);
+    CHECK_EQ(atomic_load(&h.wrong_thread), 0);
+    CHECK_EQ(atomic_load(&h.ran), 3 * n);
+    flock_pool_free(pool);
+    /* Nothing is called after the pool is gone. */
+    int stops = 0;
+    for (int w = 0; w < HOOK_MAX_WORKERS; w++) stops += atomic_load(&h.stopped[w]);
+    CHECK_EQ(stops, starts);
+
+    /* Only one of the two, and flock_pool_free as the shutdown. */
+    memset(&h, 0, sizeof h);
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    CHECK(cfg.on_worker_start == NULL && cfg.on_worker_stop == NULL && cfg.worker_hook_arg == NULL);
+    cfg.workers = 3;
+    cfg.on_worker_stop = hook_stop; /* no start hook: hook_owner stays unset, so stop counts it bad */
+    cfg.worker_hook_arg = &h;
+    flock_pool_t *p2 = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &p2), FLOCK_OK);
+    flock_pool_free(p2);
+    CHECK_EQ(atomic_load(&h.bad_index), 3);
+}
+
 /* ---- every error path leaves the argument with the caller ------------------------------ */
 
 /* Counts its calls, so that a drop callback run on an error path shows up (a no-op callback
@@ -1528,6 +1635,7 @@ int main(void) {
     RUN(test_many_threads_exact_counts);
     RUN(test_submit_ex_drop_once_under_shutdown_now);
     RUN(test_error_paths_keep_ownership);
+    RUN(test_worker_hooks);
     RUN(test_wait_inside_task_would_deadlock);
     RUN(test_reject_when_full);
     RUN(test_block_timeout);

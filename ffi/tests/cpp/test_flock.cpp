@@ -221,6 +221,57 @@ static void test_moved_from_pool_refuses_heap_callables_once() {
     CHECK_EQ(destroyed.load(), 3);
 }
 
+static thread_local int hooked_worker = -1;
+
+static void test_worker_hooks() {
+    std::atomic<int> started{0}, stopped{0}, mismatched{0}, ran{0};
+    auto token = std::make_shared<int>(1);
+    {
+        flock::config cfg;
+        cfg.workers(3)
+            .on_worker_start([&started, token](uint32_t w) {
+                hooked_worker = static_cast<int>(w);
+                started++;
+            })
+            .on_worker_stop([&stopped, &mismatched](uint32_t w) {
+                if (hooked_worker != static_cast<int>(w)) mismatched++;
+                stopped++;
+            });
+        flock::config copy = cfg;  // copies share the hooks
+        flock::pool pool(copy);
+        cfg = flock::config();  // the pool keeps its hooks alive on its own
+        copy = flock::config();
+        for (int i = 0; i < 300; i++)
+            pool.submit([&] {
+                if (hooked_worker != flock::current_worker()) mismatched++;
+                ran++;
+            });
+        pool.wait();
+        CHECK_EQ(token.use_count(), 2);  // only the pool holds the hooks now
+        pool.shutdown();
+        CHECK_EQ(started.load(), 3);
+        CHECK_EQ(stopped.load(), 3);
+    }
+    CHECK_EQ(token.use_count(), 1);  // released with the pool
+    CHECK_EQ(mismatched.load(), 0);
+    CHECK_EQ(ran.load(), 300);
+
+    // A throwing hook is reported and the worker goes on; an empty one removes it.
+    std::atomic<int> stops{0};
+    {
+        flock::pool pool(flock::config()
+                             .workers(2)
+                             .on_worker_start([](uint32_t) { throw std::runtime_error("init failed (expected)"); })
+                             .on_worker_stop([&stops](uint32_t) { stops++; })
+                             .on_worker_stop({}));
+        std::atomic<int> n{0};
+        pool.submit([&n] { n++; });
+        pool.wait();
+        CHECK_EQ(n.load(), 1);
+    }
+    CHECK_EQ(stops.load(), 0);
+}
+
 static_assert(std::is_nothrow_copy_constructible_v<flock::config>, "a config copies without throwing");
 
 static void test_config_lanes_survive_copies() {
@@ -416,6 +467,7 @@ int main() {
     RUN(test_shutdown_now_destroys_unrun_callables);
     RUN(test_move_only_ownership);
     RUN(test_moved_from_pool_refuses_heap_callables_once);
+    RUN(test_worker_hooks);
     RUN(test_config_lanes_survive_copies);
     RUN(test_submit_to_lanes);
     RUN(test_resize_pause_resume);
