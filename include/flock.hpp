@@ -14,8 +14,13 @@
 // Exceptions: calls that fail throw flock::error, carrying the flock_status_t. An exception
 // thrown by a task never crosses the C boundary: the trampoline catches it, reports it with
 // flock_task_fail, and the pool counts the task in stats().panicked (and its worker's), as it
-// counts a panicking Rust task; the exception object itself is discarded. Catch inside the
-// task when you need it.
+// counts a panicking Rust task. A task given to submit() has its exception object discarded;
+// to see it, submit with submit_task(), whose std::future rethrows it from get():
+//
+//     std::future<int> answer = pool.submit_task([] { return 6 * 7; });
+//     flock::multi_future<int> parts;
+//     for (int i = 0; i < 8; i++) parts.push_back(pool.submit_task([i] { return i * i; }));
+//     std::vector<int> squares = parts.get();  // rethrows the first exception, if any
 //
 // Allocation: a callable that is trivially copyable and no bigger than a pointer (a lambda
 // capturing nothing, or one reference or pointer) travels inside the task's argument word:
@@ -46,8 +51,10 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -103,7 +110,125 @@ template <class F>
 void drop_heap(void* arg) noexcept {
     delete static_cast<F*>(arg);
 }
+
+// A callable and the promise of its result, for pool::submit_task. Dropped unrun (by
+// FLOCK_SHUTDOWN_NOW), it is deleted by drop_heap, and the promise's destructor stores
+// std::future_error(broken_promise) in the future.
+template <class F, class R>
+struct promised {
+    template <class G>
+    explicit promised(G&& g) : f(std::in_place, std::forward<G>(g)) {}
+
+    // Runs f and fulfils the promise; the callable is destroyed first, so that everything it
+    // captured is released by the time the future is ready. False when f threw.
+    bool run() noexcept {
+        std::exception_ptr thrown;
+        try {
+            if constexpr (std::is_void_v<R>) {
+                (*f)();
+                f.reset();
+                promise.set_value();
+            } else {
+                R value = (*f)();
+                f.reset();
+                promise.set_value(std::move(value));
+            }
+            return true;
+        } catch (...) {
+            thrown = std::current_exception();
+        }
+        f.reset();
+        try {
+            promise.set_exception(thrown);
+        } catch (...) {  // already satisfied: R's move threw after set_value took it
+        }
+        return false;
+    }
+
+    std::optional<F> f;
+    std::promise<R> promise;
+};
+
+template <class P>
+void run_promised(void* arg) noexcept {
+    std::unique_ptr<P> task(static_cast<P*>(arg));
+    if (!task->run()) flock_task_fail();  // counted in stats().panicked too
+}
 }  // namespace detail
+
+/// The futures of a set of tasks (pool::submit_task's), waited for and collected together, as
+/// BS::thread_pool's multi_future: push_back the futures, then wait() or get(). A
+/// std::vector<std::future<T>> with more; T may be void.
+template <class T>
+class multi_future : public std::vector<std::future<T>> {
+public:
+    using std::vector<std::future<T>>::vector;
+
+    /// Waits for every future.
+    void wait() const {
+        for (const auto& f : *this) f.wait();
+    }
+
+    /// Waits for every future, at most `timeout` in all; true when all are ready.
+    template <class Rep, class Period>
+    bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+        return wait_until(std::chrono::steady_clock::now() + timeout);
+    }
+
+    /// Waits for every future until `deadline`; true when all are ready.
+    template <class Clock, class Duration>
+    bool wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
+        for (const auto& f : *this)
+            if (f.wait_until(deadline) != std::future_status::ready) return false;
+        return true;
+    }
+
+    /// How many are ready now.
+    size_t ready_count() const {
+        size_t n = 0;
+        for (const auto& f : *this)
+            if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) n++;
+        return n;
+    }
+
+    /// Whether every future has a shared state (none was moved from or collected).
+    bool valid() const noexcept {
+        for (const auto& f : *this)
+            if (!f.valid()) return false;
+        return true;
+    }
+
+    /// Waits for every task, then collects the results in order (nothing for T void); if
+    /// tasks threw, rethrows the first one's exception, in order, once all have finished (so
+    /// no task still runs when the caller unwinds). Each future is consumed.
+    auto get() {
+        wait();
+        if constexpr (std::is_void_v<T>) {
+            std::exception_ptr first;
+            for (auto& f : *this) {
+                try {
+                    f.get();
+                } catch (...) {
+                    if (!first) first = std::current_exception();
+                }
+            }
+            if (first) std::rethrow_exception(first);
+        } else {
+            std::vector<T> results;
+            results.reserve(this->size());
+            std::exception_ptr first;
+            for (auto& f : *this) {
+                try {
+                    results.push_back(f.get());
+                } catch (...) {
+                    if (!first) first = std::current_exception();
+                }
+            }
+            if (first) std::rethrow_exception(first);
+            return results;
+        }
+    }
+};
 
 class pool;
 
@@ -261,6 +386,28 @@ public:
         detail::check(try_submit(std::forward<F>(f)));
     }
 
+    /// Runs f() on the pool and returns a std::future of its result (std::future<void> for
+    /// a callable returning void): the way to see what a task returns or throws. An exception
+    /// f throws is stored in the future (get() rethrows it) and the task is also counted in
+    /// stats().panicked. A task that FLOCK_SHUTDOWN_NOW discards unrun is destroyed and its
+    /// future holds std::future_error (std::future_errc::broken_promise). When the future is
+    /// ready, f (and what it captured) has been destroyed. Throws flock::error when the pool
+    /// refuses the task (FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT, FLOCK_ERR_SHUTDOWN,
+    /// FLOCK_ERR_NULL for a moved-from pool; f is destroyed once, unrun), std::bad_alloc.
+    /// Always allocates (the callable with its promise, and the future's shared state).
+    /// Waiting on the future from inside one of this pool's tasks blocks that worker: on a
+    /// pool whose workers all wait so, nothing runs.
+    template <class F>
+    auto submit_task(F&& f) {
+        return submit_task_in(nullptr, std::forward<F>(f));
+    }
+
+    /// Like submit_task, into lane number `lane` (see lane()): also FLOCK_ERR_UNKNOWN_LANE.
+    template <class F>
+    auto submit_task_to(uint32_t lane, F&& f) {
+        return submit_task_in(&lane, std::forward<F>(f));
+    }
+
     /// Like try_submit, into lane number `lane` (see lane()): also FLOCK_ERR_UNKNOWN_LANE.
     template <class F>
     flock_status_t try_submit_to(uint32_t lane, F&& f) {
@@ -294,6 +441,13 @@ public:
         if (st == FLOCK_ERR_TIMEOUT) return false;
         detail::check(st);
         return true;
+    }
+
+    /// Like wait() until a point in time: false when it came first.
+    template <class Clock, class Duration>
+    bool wait_until(std::chrono::time_point<Clock, Duration> deadline) {
+        auto left = deadline - Clock::now();
+        return wait_for(left < decltype(left)::zero() ? decltype(left)::zero() : left);
     }
 
     /// Stops the pool (see flock_shutdown) and returns how many tasks were discarded. The pool
@@ -359,7 +513,7 @@ private:
         // A moved-from pool: refuse before anything is allocated (f is destroyed by the caller).
         if (p_ == nullptr) return FLOCK_ERR_NULL;
         auto send = [this, lane](void (*run)(void*), void* arg, void (*drop)(void*)) {
-            return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
+            return send_in(lane, run, arg, drop);
         };
         if constexpr (detail::fits_in_arg<Fn>) {
             Fn copy(std::forward<F>(f));
@@ -374,6 +528,26 @@ private:
             if (st == FLOCK_OK) owned.release();
             return st;
         }
+    }
+
+    flock_status_t send_in(const uint32_t* lane, void (*run)(void*), void* arg, void (*drop)(void*)) {
+        return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
+    }
+
+    template <class F>
+    auto submit_task_in(const uint32_t* lane, F&& f) {
+        using Fn = std::decay_t<F>;
+        static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit_task takes a callable with no arguments");
+        using R = std::invoke_result_t<Fn&>;
+        using Task = detail::promised<Fn, R>;
+        if (p_ == nullptr) throw error(FLOCK_ERR_NULL);  // before anything is allocated
+        auto task = std::make_unique<Task>(std::forward<F>(f));
+        std::future<R> future = task->promise.get_future();
+        // On an error flock.h leaves the task with us (the drop callback is never called):
+        // `task` deletes it, once, as check() throws.
+        detail::check(send_in(lane, &detail::run_promised<Task>, task.get(), &detail::drop_heap<Task>));
+        task.release();  // the pool owns it now
+        return future;
     }
 
     flock_pool_t* p_ = nullptr;
