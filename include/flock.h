@@ -715,7 +715,7 @@ flock_status_t flock_submit_lane_ex(flock_pool_t *pool, uint32_t lane, void (*ta
 // some tasks itself). From inside one of the pool's tasks every task goes to that worker's
 // own queue and none is refused. args is only read during the call; each args[i] is passed
 // through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
-// discards is simply not run, as with flock_submit.
+// discards is simply not run, as with flock_submit (flock_submit_batch_ex has one).
 //
 // Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
 // refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
@@ -735,6 +735,24 @@ flock_status_t flock_submit_lane_ex(flock_pool_t *pool, uint32_t lane, void (*ta
 // be called with each args[i] from any thread; `args` is NULL or points to n readable
 // pointers; `accepted` is NULL or writable.
 flock_status_t flock_submit_batch(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *const *args, size_t n, size_t *accepted);
+
+// flock_submit_batch with a drop callback: runs task(args[i]) on the pool for every i from
+// 0 to n - 1, in lane number `lane`, as one batch, exactly as flock_submit_batch does (same
+// groups, same policy, same statuses and the same *accepted), and each accepted task that
+// flock_shutdown with FLOCK_SHUTDOWN_NOW discards before it starts has drop(args[i]) called
+// exactly once instead (when drop is not NULL), on this thread or a worker, as with
+// flock_submit_ex: so heap arguments of discarded tasks can be freed. drop is never called
+// for a task that ran, nor for one that was not accepted (from *accepted on, when the pool
+// refused part of the batch): the caller still owns those arguments. On FLOCK_ERR_NULL no
+// task was accepted, no drop is called and *accepted is not written; FLOCK_ERR_PANIC (a bug
+// in flock, caught) does not write *accepted and calls no drop during the call.
+//
+// Thread-safety: as flock_submit_batch; drop, like task, may be called on any thread.
+//
+// # Safety
+// As flock_submit_batch; `drop` is NULL or a function that may be called with each args[i]
+// from any thread.
+flock_status_t flock_submit_batch_ex(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *const *args, size_t n, void (*drop)(void *arg), size_t *accepted);
 
 // Marks the flock task running on the calling thread as failed. When its function returns,
 // the pool counts it in flock_stats_t.panicked (and its worker's panicked) instead of

@@ -49,8 +49,8 @@ pub use stats::{
     flock_worker_stats_t,
 };
 pub use task::{
-    flock_submit, flock_submit_batch, flock_submit_ex, flock_submit_lane, flock_submit_lane_ex,
-    flock_task_fail,
+    flock_submit, flock_submit_batch, flock_submit_batch_ex, flock_submit_ex, flock_submit_lane,
+    flock_submit_lane_ex, flock_task_fail,
 };
 
 use panic::ffi_panic_boundary;

@@ -1,5 +1,6 @@
 //! C tasks: `flock_submit`, `flock_submit_ex`, their lane forms `flock_submit_lane` and
-//! `flock_submit_lane_ex`, `flock_submit_batch`, and `flock_task_fail`.
+//! `flock_submit_lane_ex`, `flock_submit_batch` and `flock_submit_batch_ex`, and
+//! `flock_task_fail`.
 //!
 //! A C task is three words, (function, argument, drop callback), held by [`CTask`]. The closure
 //! handed to the core captures only that struct, so it is three words as well, and the core
@@ -294,7 +295,7 @@ pub unsafe extern "C" fn flock_submit_lane_ex(
 /// some tasks itself). From inside one of the pool's tasks every task goes to that worker's
 /// own queue and none is refused. args is only read during the call; each args[i] is passed
 /// through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
-/// discards is simply not run, as with flock_submit.
+/// discards is simply not run, as with flock_submit (flock_submit_batch_ex has one).
 ///
 /// Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
 /// refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
@@ -324,38 +325,94 @@ pub unsafe extern "C" fn flock_submit_batch(
 ) -> flock_status_t {
     ffi_panic_boundary! {
         // SAFETY: per this function's contract.
-        let pool = match unsafe { pool_ref(pool) } {
-            Ok(pool) => pool,
-            Err(status) => return status,
-        };
-        let Some(run) = task else {
-            return flock_status_t::FLOCK_ERR_NULL;
-        };
-        if accepted.is_null() || (args.is_null() && n != 0) {
-            return flock_status_t::FLOCK_ERR_NULL;
-        }
-        let args: &[*mut c_void] = if n == 0 {
-            &[]
-        } else {
-            // SAFETY: not NULL (checked above): n readable pointers (this function's contract).
-            unsafe { std::slice::from_raw_parts(args, n) }
-        };
-        let tasks = args.iter().map(|&arg| into_closure(CTask { run, arg, drop: None }));
-        let (count, status) = match pool.inner.submit_batch_to(lane_index(lane), tasks) {
-            Ok(count) => (count, flock_status_t::FLOCK_OK),
-            Err(refused) => {
-                let count = refused.accepted();
-                let status = refused.reason().into();
-                // Disarmed as in `submit`: each refused closure is forgotten, unrun, and the
-                // caller keeps its argument.
-                refused.into_rejected().into_iter().for_each(std::mem::forget);
-                (count, status)
-            }
-        };
-        // SAFETY: not NULL (checked above) and writable per the contract.
-        unsafe { accepted.write(count) };
-        status
+        unsafe { submit_batch(pool, lane, task, args, n, None, accepted) }
     }
+}
+
+/// flock_submit_batch with a drop callback: runs task(args[i]) on the pool for every i from
+/// 0 to n - 1, in lane number `lane`, as one batch, exactly as flock_submit_batch does (same
+/// groups, same policy, same statuses and the same *accepted), and each accepted task that
+/// flock_shutdown with FLOCK_SHUTDOWN_NOW discards before it starts has drop(args[i]) called
+/// exactly once instead (when drop is not NULL), on this thread or a worker, as with
+/// flock_submit_ex: so heap arguments of discarded tasks can be freed. drop is never called
+/// for a task that ran, nor for one that was not accepted (from *accepted on, when the pool
+/// refused part of the batch): the caller still owns those arguments. On FLOCK_ERR_NULL no
+/// task was accepted, no drop is called and *accepted is not written; FLOCK_ERR_PANIC (a bug
+/// in flock, caught) does not write *accepted and calls no drop during the call.
+///
+/// Thread-safety: as flock_submit_batch; drop, like task, may be called on any thread.
+///
+/// # Safety
+/// As flock_submit_batch; `drop` is NULL or a function that may be called with each args[i]
+/// from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_batch_ex(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    args: *const *mut c_void,
+    n: usize,
+    drop: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    accepted: *mut usize,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        unsafe { submit_batch(pool, lane, task, args, n, drop, accepted) }
+    }
+}
+
+/// The body of flock_submit_batch and flock_submit_batch_ex. Checks every pointer before it
+/// builds a `CTask`, so an error before the core sees the batch owns nothing.
+///
+/// # Safety
+/// flock_submit_batch_ex's contract.
+unsafe fn submit_batch(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<TaskFn>,
+    args: *const *mut c_void,
+    n: usize,
+    drop: Option<TaskFn>,
+    accepted: *mut usize,
+) -> flock_status_t {
+    // SAFETY: per this function's contract.
+    let pool = match unsafe { pool_ref(pool) } {
+        Ok(pool) => pool,
+        Err(status) => return status,
+    };
+    let Some(run) = task else {
+        return flock_status_t::FLOCK_ERR_NULL;
+    };
+    if accepted.is_null() || (args.is_null() && n != 0) {
+        return flock_status_t::FLOCK_ERR_NULL;
+    }
+    let args: &[*mut c_void] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: not NULL (checked above): n readable pointers (this function's contract).
+        unsafe { std::slice::from_raw_parts(args, n) }
+    };
+    let _submitting = Submitting::enter();
+    let tasks = args
+        .iter()
+        .map(|&arg| into_closure(CTask { run, arg, drop }));
+    let (count, status) = match pool.inner.submit_batch_to(lane_index(lane), tasks) {
+        Ok(count) => (count, flock_status_t::FLOCK_OK),
+        Err(refused) => {
+            let count = refused.accepted();
+            let status = refused.reason().into();
+            // Disarmed as in `submit`: each refused closure is forgotten, unrun, and the
+            // caller keeps its argument.
+            refused
+                .into_rejected()
+                .into_iter()
+                .for_each(std::mem::forget);
+            (count, status)
+        }
+    };
+    // SAFETY: not NULL (checked above) and writable per the contract.
+    unsafe { accepted.write(count) };
+    status
 }
 
 /// Marks the flock task running on the calling thread as failed. When its function returns,

@@ -1509,6 +1509,80 @@ static void test_submit_batch_partly_refused(void) {
     flock_pool_free(pool);
 }
 
+/* flock_submit_batch_ex: accepted tasks discarded by FLOCK_SHUTDOWN_NOW have drop called once;
+ * refused ones and every error leave the arguments with the caller. */
+static void test_submit_batch_ex_drop(void) {
+    enum { K = 600 }; /* more than one admission group */
+    flock_pool_t *pool = new_pool(1, 1 << 20, FLOCK_WHEN_FULL_BLOCK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    static slot_t slots[K];
+    static void *args[K];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < K; i++) args[i] = &slots[i];
+    size_t accepted = 77;
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, K, slot_drop, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, K);
+    opener_t opener = {pool, &gate, {0, 0}};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, open_after_shutdown_began, &opener) == 0);
+    uint64_t dropped = 0;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, &dropped), FLOCK_OK);
+    pthread_join(t, NULL);
+    int probes = atomic_load(&opener.probe.dropped);
+    CHECK_EQ(dropped, (uint64_t)(K + probes));
+    int wrong = 0;
+    for (int i = 0; i < K; i++)
+        wrong += atomic_load(&slots[i].ran) != 0 || atomic_load(&slots[i].dropped) != 1;
+    CHECK_EQ(wrong, 0);
+    /* After shutdown: refused whole, nothing dropped. */
+    accepted = 77;
+    atomic_store(&owned_drops, 0);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 3, owned_drop, &accepted), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(accepted, 0);
+    flock_pool_free(pool);
+    for (int i = 0; i < K; i++) wrong += atomic_load(&slots[i].dropped) != 1; /* free drops nothing */
+    CHECK_EQ(wrong, 0);
+
+    /* Partly refused (capacity 4, REJECT, worker held): 4 run, 6 neither run nor dropped. */
+    pool = new_pool(1, 4, FLOCK_WHEN_FULL_REJECT);
+    gate_t gate2 = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate2), FLOCK_OK);
+    gate_wait_started(&gate2);
+    memset(slots, 0, sizeof slots);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 10, slot_drop, &accepted), FLOCK_ERR_FULL);
+    CHECK_EQ(accepted, 4);
+    atomic_store(&gate2.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), i < 4 ? 1 : 0);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 0);
+    }
+
+    /* Errors before the batch: nothing accepted, nothing dropped, *accepted untouched. */
+    atomic_store(&owned_drops, 0);
+    accepted = 77;
+    CHECK_STATUS(flock_submit_batch_ex(NULL, 0, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, NULL, args, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, NULL, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, owned_drop, NULL), FLOCK_ERR_NULL);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_PANIC);
+    CHECK_EQ(accepted, 77);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 3, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_EQ(accepted, 0);
+    /* NULL drop is flock_submit_batch; n 0 is fine. */
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, NULL, 0, owned_drop, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 0);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, NULL, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 2);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+    for (int i = 0; i < 10; i++) CHECK_EQ(atomic_load(&slots[i].ran), i < 2 ? 2 : i < 4 ? 1 : 0);
+    flock_pool_free(pool);
+}
+
 /* ---- failures and panics ------------------------------------------------------------- */
 
 static void failing_task(void *arg) {
@@ -1658,6 +1732,7 @@ int main(void) {
     RUN(test_pause_racing_shutdown);
     RUN(test_submit_batch);
     RUN(test_submit_batch_partly_refused);
+    RUN(test_submit_batch_ex_drop);
     RUN(test_task_fail_counts_as_panicked);
     RUN(test_forced_panic_comes_back_as_status);
 
