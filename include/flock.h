@@ -14,7 +14,13 @@
  *  - Every call on a pool may run concurrently with every other call on that pool, from any
  *    thread, except flock_pool_free, which must be the last call on it.
  *
- * Link with pkg-config: cc app.c $(pkg-config --cflags --libs flock)
+ * Link against an installed copy (scripts/install-c.sh PREFIX), with pkg-config
+ *   cc app.c $(pkg-config --cflags --libs flock) -pthread -Wl,-rpath,PREFIX/lib
+ * (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does not know; flock-static
+ * links libflock.a), or with CMake: find_package(flock CONFIG REQUIRED), target flock::flock.
+ * Under valgrind --leak-check=full, add --suppressions=PREFIX/share/flock/flock.supp: the
+ * per-thread records of crossbeam-epoch show as "possibly lost" (not a leak). Details:
+ * ffi/README.md.
  */
 
 #ifndef FLOCK_H
