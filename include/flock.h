@@ -14,7 +14,13 @@
  *  - Every call on a pool may run concurrently with every other call on that pool, from any
  *    thread, except flock_pool_free, which must be the last call on it.
  *
- * Link with pkg-config: cc app.c $(pkg-config --cflags --libs flock)
+ * Link against an installed copy (scripts/install-c.sh PREFIX), with pkg-config
+ *   cc app.c $(pkg-config --cflags --libs flock) -pthread -Wl,-rpath,PREFIX/lib
+ * (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does not know; flock-static
+ * links libflock.a), or with CMake: find_package(flock CONFIG REQUIRED), target flock::flock.
+ * Under valgrind --leak-check=full, add --suppressions=PREFIX/share/flock/flock.supp: the
+ * per-thread records of crossbeam-epoch show as "possibly lost" (not a leak). Details:
+ * ffi/README.md.
  */
 
 #ifndef FLOCK_H
@@ -28,6 +34,11 @@
 /* The version of the library this header describes; compare with flock_version(). */
 #define FLOCK_VERSION "0.1.0"
 
+
+// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
+// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
+// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
+#define FLOCK_MIN_STACK_SIZE (16 * 1024)
 
 // The most lanes a pool may have (flock_config_t.lane_count above it is
 // FLOCK_ERR_INVALID_CONFIG).
@@ -60,7 +71,7 @@ enum flock_status {
     // A pointer argument that must not be NULL was NULL.
     FLOCK_ERR_NULL = 1,
     // flock_pool_new: the configuration is invalid (workers 0 or above 65,536, capacity 0,
-    // stack_size too small to be a stack, pin_workers with no core to pin to...), or a worker
+    // stack_size below FLOCK_MIN_STACK_SIZE, pin_workers with no core to pin to...), or a worker
     // could not be pinned to its core.
     FLOCK_ERR_INVALID_CONFIG = 2,
     // The queue is full and the pool's policy is FLOCK_WHEN_FULL_REJECT: the task was not
@@ -171,7 +182,9 @@ struct flock_config {
     // With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     // default) means as many as there are workers.
     uint32_t max_spawned_threads;
-    // Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
+    // Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    // smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
+    // or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     uint64_t stack_size;
     // The most workers flock_resize may grow the pool to, at least workers and at most
     // 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
@@ -192,6 +205,29 @@ struct flock_config {
     // every worker runs a task of a lighter lane; it then runs that task at once. Its runs
     // are counted in flock_stats_t.reserve_runs. See the Rust PoolBuilder::lane_reserve.
     bool lane_reserve;
+    // Called on each worker thread as on_worker_start(worker_hook_arg, worker), with the
+    // worker's index (0 to max_workers - 1), once, before the worker runs any task: when the
+    // pool starts and for each worker flock_resize adds (an index that retired and came back
+    // is started again). flock_pool_new (or flock_resize) may return before a new worker's
+    // call has finished, but that worker runs no task before it has. Suits naming the
+    // thread, setting its priority, or thread-local state that tasks then use. NULL (the
+    // default): nothing is called.
+    //
+    // Both hooks run on worker threads, several at once (one per worker), so they must be
+    // thread-safe; they must not unwind (no C++ exception or longjmp out: catch inside), and
+    // must not wait for the pool (flock_wait, flock_shutdown, flock_pool_free) or block on
+    // its tasks.
+    void (*on_worker_start)(void *arg, uint32_t worker);
+    // Called on each worker thread as on_worker_stop(worker_hook_arg, worker) after its last
+    // task, when it leaves: at shutdown (flock_shutdown, flock_pool_free) or when flock_resize
+    // retires it. Every worker whose on_worker_start was called gets one on_worker_stop
+    // call, and flock_shutdown (or flock_pool_free from outside the pool) returns only after
+    // all of them. Same rules as on_worker_start. NULL (the default): nothing is called.
+    void (*on_worker_stop)(void *arg, uint32_t worker);
+    // Passed untouched to on_worker_start and on_worker_stop; the caller owns what it points
+    // to and must keep it valid until the pool's last worker has stopped (flock_shutdown or
+    // flock_pool_free, called from outside the pool, has returned). Default: NULL.
+    void *worker_hook_arg;
 };
 
 // See `struct flock_config`.
@@ -631,9 +667,10 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
 // exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
 // task owns arg from then on. A task can report that it failed with flock_task_fail.
-// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused:
-// neither task nor drop is called, and the caller still owns arg. FLOCK_ERR_NULL when pool
-// or task is NULL (arg may be NULL: it is passed through untouched).
+// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused;
+// FLOCK_ERR_NULL when pool or task is NULL (arg may be NULL: it is passed through
+// untouched); FLOCK_ERR_PANIC when a panic inside the library was caught. On every error,
+// neither task nor drop is called, and the caller still owns arg (free it yourself).
 //
 // After shutdown (or while it is under way): FLOCK_ERR_SHUTDOWN.
 //
@@ -665,9 +702,10 @@ flock_status_t flock_submit_lane(flock_pool_t *pool, uint32_t lane, void (*task)
 //
 // Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
 // FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
-// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused: neither task nor drop
-// is called, and the caller still owns arg (a refusal for an unknown lane is not counted in
-// flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is NULL.
+// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused (a refusal for an
+// unknown lane is not counted in flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is
+// NULL; FLOCK_ERR_PANIC. On every error, as with flock_submit_ex, neither task nor drop is
+// called and the caller still owns arg.
 //
 // Thread-safety: as flock_submit_ex.
 //
@@ -683,7 +721,7 @@ flock_status_t flock_submit_lane_ex(flock_pool_t *pool, uint32_t lane, void (*ta
 // some tasks itself). From inside one of the pool's tasks every task goes to that worker's
 // own queue and none is refused. args is only read during the call; each args[i] is passed
 // through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
-// discards is simply not run, as with flock_submit.
+// discards is simply not run, as with flock_submit (flock_submit_batch_ex has one).
 //
 // Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
 // refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
@@ -703,6 +741,24 @@ flock_status_t flock_submit_lane_ex(flock_pool_t *pool, uint32_t lane, void (*ta
 // be called with each args[i] from any thread; `args` is NULL or points to n readable
 // pointers; `accepted` is NULL or writable.
 flock_status_t flock_submit_batch(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *const *args, size_t n, size_t *accepted);
+
+// flock_submit_batch with a drop callback: runs task(args[i]) on the pool for every i from
+// 0 to n - 1, in lane number `lane`, as one batch, exactly as flock_submit_batch does (same
+// groups, same policy, same statuses and the same *accepted), and each accepted task that
+// flock_shutdown with FLOCK_SHUTDOWN_NOW discards before it starts has drop(args[i]) called
+// exactly once instead (when drop is not NULL), on this thread or a worker, as with
+// flock_submit_ex: so heap arguments of discarded tasks can be freed. drop is never called
+// for a task that ran, nor for one that was not accepted (from *accepted on, when the pool
+// refused part of the batch): the caller still owns those arguments. On FLOCK_ERR_NULL no
+// task was accepted, no drop is called and *accepted is not written; FLOCK_ERR_PANIC (a bug
+// in flock, caught) does not write *accepted and calls no drop during the call.
+//
+// Thread-safety: as flock_submit_batch; drop, like task, may be called on any thread.
+//
+// # Safety
+// As flock_submit_batch; `drop` is NULL or a function that may be called with each args[i]
+// from any thread.
+flock_status_t flock_submit_batch_ex(flock_pool_t *pool, uint32_t lane, void (*task)(void *arg), void *const *args, size_t n, void (*drop)(void *arg), size_t *accepted);
 
 // Marks the flock task running on the calling thread as failed. When its function returns,
 // the pool counts it in flock_stats_t.panicked (and its worker's panicked) instead of

@@ -8,18 +8,27 @@
 //
 // Ownership: flock::pool owns its flock_pool_t; it is move-only, and its destructor shuts the
 // pool down gracefully (every accepted task runs) and joins the workers, like flock_pool_free.
-// A moved-from pool holds nothing; calling it throws flock::error(FLOCK_ERR_NULL).
+// A moved-from pool holds nothing; calling it throws flock::error(FLOCK_ERR_NULL) (submitting
+// to it destroys the callable once, unrun).
 //
 // Exceptions: calls that fail throw flock::error, carrying the flock_status_t. An exception
 // thrown by a task never crosses the C boundary: the trampoline catches it, reports it with
 // flock_task_fail, and the pool counts the task in stats().panicked (and its worker's), as it
-// counts a panicking Rust task; the exception object itself is discarded. Catch inside the
-// task when you need it.
+// counts a panicking Rust task. A task given to submit() has its exception object discarded;
+// to see it, submit with submit_task(), whose std::future rethrows it from get():
+//
+//     std::future<int> answer = pool.submit_task([] { return 6 * 7; });
+//     flock::multi_future<int> parts;
+//     for (int i = 0; i < 8; i++) parts.push_back(pool.submit_task([i] { return i * i; }));
+//     std::vector<int> squares = parts.get();  // rethrows the first exception, if any
 //
 // Allocation: a callable that is trivially copyable and no bigger than a pointer (a lambda
 // capturing nothing, or one reference or pointer) travels inside the task's argument word:
 // no allocation. Any other callable is moved to the heap and deleted after it runs, or by the
 // drop callback when FLOCK_SHUTDOWN_NOW discards it, or by submit itself when it is refused.
+//
+// Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
+// runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
 //
 // Lanes: flock::config().lanes({{"interactive", 8}, {"batch", 1}}) builds a pool with two
 // lanes; pool.submit_to(pool.lane("batch"), f) puts a task in one (pool.lane looks the index
@@ -38,9 +47,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -96,7 +110,127 @@ template <class F>
 void drop_heap(void* arg) noexcept {
     delete static_cast<F*>(arg);
 }
+
+// A callable and the promise of its result, for pool::submit_task. Dropped unrun (by
+// FLOCK_SHUTDOWN_NOW), it is deleted by drop_heap, and the promise's destructor stores
+// std::future_error(broken_promise) in the future.
+template <class F, class R>
+struct promised {
+    template <class G>
+    explicit promised(G&& g) : f(std::in_place, std::forward<G>(g)) {}
+
+    // Runs f and fulfils the promise; the callable is destroyed first, so that everything it
+    // captured is released by the time the future is ready. False when f threw.
+    bool run() noexcept {
+        std::exception_ptr thrown;
+        try {
+            if constexpr (std::is_void_v<R>) {
+                (*f)();
+                f.reset();
+                promise.set_value();
+            } else {
+                R value = (*f)();
+                f.reset();
+                promise.set_value(std::move(value));
+            }
+            return true;
+        } catch (...) {
+            thrown = std::current_exception();
+        }
+        f.reset();
+        try {
+            promise.set_exception(thrown);
+        } catch (...) {  // already satisfied: R's move threw after set_value took it
+        }
+        return false;
+    }
+
+    std::optional<F> f;
+    std::promise<R> promise;
+};
+
+template <class P>
+void run_promised(void* arg) noexcept {
+    std::unique_ptr<P> task(static_cast<P*>(arg));
+    if (!task->run()) flock_task_fail();  // counted in stats().panicked too
+}
 }  // namespace detail
+
+/// The futures of a set of tasks (pool::submit_task's), waited for and collected together, as
+/// BS::thread_pool's multi_future: push_back the futures, then wait() or get(). A
+/// std::vector<std::future<T>> with more; T may be void.
+template <class T>
+class multi_future : public std::vector<std::future<T>> {
+public:
+    using std::vector<std::future<T>>::vector;
+
+    /// Waits for every future.
+    void wait() const {
+        for (const auto& f : *this) f.wait();
+    }
+
+    /// Waits for every future, at most `timeout` in all; true when all are ready.
+    template <class Rep, class Period>
+    bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+        return wait_until(std::chrono::steady_clock::now() + timeout);
+    }
+
+    /// Waits for every future until `deadline`; true when all are ready.
+    template <class Clock, class Duration>
+    bool wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
+        for (const auto& f : *this)
+            if (f.wait_until(deadline) != std::future_status::ready) return false;
+        return true;
+    }
+
+    /// How many are ready now.
+    size_t ready_count() const {
+        size_t n = 0;
+        for (const auto& f : *this)
+            if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) n++;
+        return n;
+    }
+
+    /// Whether every future has a shared state (none was moved from or collected).
+    bool valid() const noexcept {
+        for (const auto& f : *this)
+            if (!f.valid()) return false;
+        return true;
+    }
+
+    /// Waits for every task, then collects the results in order (nothing for T void); if
+    /// tasks threw, rethrows the first one's exception, in order, once all have finished (so
+    /// no task still runs when the caller unwinds). Each future is consumed.
+    auto get() {
+        wait();
+        if constexpr (std::is_void_v<T>) {
+            std::exception_ptr first;
+            for (auto& f : *this) {
+                try {
+                    f.get();
+                } catch (...) {
+                    if (!first) first = std::current_exception();
+                }
+            }
+            if (first) std::rethrow_exception(first);
+        } else {
+            std::vector<T> results;
+            results.reserve(this->size());
+            std::exception_ptr first;
+            for (auto& f : *this) {
+                try {
+                    results.push_back(f.get());
+                } catch (...) {
+                    if (!first) first = std::current_exception();
+                }
+            }
+            if (first) std::rethrow_exception(first);
+            return results;
+        }
+    }
+};
+
+class pool;
 
 /// flock_config_t with its defaults filled in (flock_config_init) and chainable setters.
 struct config : flock_config_t {
@@ -142,7 +276,53 @@ struct config : flock_config_t {
         return *this;
     }
 
+    /// Calls f(worker) on each worker thread before it runs any task (see
+    /// flock_config_t::on_worker_start): the pool's init callback, e.g. to name the thread or
+    /// set up thread-local state. f is copied into the config (copies share it) and kept alive
+    /// by the flock::pool built from it. It runs on several workers at once; an exception it
+    /// throws is caught, printed to stderr, and the worker goes on. An empty f removes the
+    /// hook. May throw std::bad_alloc.
+    config& on_worker_start(std::function<void(uint32_t)> f) {
+        auto h = std::make_shared<worker_hooks>(hooks_ ? *hooks_ : worker_hooks{});
+        h->start = std::move(f);
+        return set_hooks(std::move(h));
+    }
+
+    /// Calls f(worker) on each worker thread after its last task (see
+    /// flock_config_t::on_worker_stop): the cleanup callback. Same rules as on_worker_start.
+    config& on_worker_stop(std::function<void(uint32_t)> f) {
+        auto h = std::make_shared<worker_hooks>(hooks_ ? *hooks_ : worker_hooks{});
+        h->stop = std::move(f);
+        return set_hooks(std::move(h));
+    }
+
 private:
+    friend class pool;
+
+    // The C++ hooks; flock_config_t::worker_hook_arg points at them. Built once, never changed.
+    struct worker_hooks {
+        std::function<void(uint32_t)> start, stop;
+    };
+
+    template <std::function<void(uint32_t)> worker_hooks::*Which>
+    static void call_hook(void* arg, uint32_t worker) noexcept {
+        try {
+            (static_cast<const worker_hooks*>(arg)->*Which)(worker);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "flock: a worker hook threw on worker %u: %s\n", static_cast<unsigned>(worker), e.what());
+        } catch (...) {
+            std::fprintf(stderr, "flock: a worker hook threw on worker %u\n", static_cast<unsigned>(worker));
+        }
+    }
+
+    config& set_hooks(std::shared_ptr<const worker_hooks> h) {
+        flock_config_t::on_worker_start = h->start ? &call_hook<&worker_hooks::start> : nullptr;
+        flock_config_t::on_worker_stop = h->stop ? &call_hook<&worker_hooks::stop> : nullptr;
+        flock_config_t::worker_hook_arg = const_cast<worker_hooks*>(h.get());
+        hooks_ = std::move(h);
+        return *this;
+    }
+
     // The names and the flock_lane_t array pointing into them; built once, never changed.
     struct lane_list {
         explicit lane_list(std::vector<std::pair<std::string, uint32_t>> list) : specs(std::move(list)) {
@@ -153,6 +333,7 @@ private:
         std::vector<flock_lane_t> views;
     };
     std::shared_ptr<const lane_list> lanes_;
+    std::shared_ptr<const worker_hooks> hooks_;
 };
 
 /// The index of the flock worker calling, or -1 outside any pool.
@@ -165,20 +346,30 @@ inline size_t yield_to_lanes() noexcept { return flock_yield_to_lanes(); }
 /// An owned flock pool.
 class pool {
 public:
+    /// Starts a pool with every default.
+    pool() : pool(config()) {}
+
     /// Starts a pool; throws flock::error (FLOCK_ERR_INVALID_CONFIG, FLOCK_ERR_THREAD_SPAWN).
-    explicit pool(const flock_config_t& cfg = config()) { detail::check(flock_pool_new(&cfg, &p_)); }
+    /// Keeps the config's worker hooks alive for as long as the pool's workers run.
+    explicit pool(const config& cfg) : hooks_(cfg.hooks_) { detail::check(flock_pool_new(&cfg, &p_)); }
+
+    /// Starts a pool from a plain flock_config_t (its C hooks and worker_hook_arg as they are).
+    explicit pool(const flock_config_t& cfg) { detail::check(flock_pool_new(&cfg, &p_)); }
 
     pool(const pool&) = delete;
     pool& operator=(const pool&) = delete;
-    pool(pool&& other) noexcept : p_(std::exchange(other.p_, nullptr)) {}
+    pool(pool&& other) noexcept : p_(std::exchange(other.p_, nullptr)), hooks_(std::move(other.hooks_)) {}
     pool& operator=(pool&& other) noexcept {
         if (this != &other) {
             flock_pool_free(p_);
             p_ = std::exchange(other.p_, nullptr);
+            hooks_ = std::move(other.hooks_);
         }
         return *this;
     }
-    /// Graceful: every accepted task runs, then the workers are joined.
+    /// Graceful: every accepted task runs, then the workers are joined (their stop hooks run),
+    /// then the hooks are released. Do not destroy a pool from inside one of its own tasks
+    /// when it has worker hooks: the workers would outlive it.
     ~pool() { flock_pool_free(p_); }
 
     /// Runs f() on the pool. Returns FLOCK_OK, or the status of a refusal (FLOCK_ERR_FULL,
@@ -193,6 +384,28 @@ public:
     template <class F>
     void submit(F&& f) {
         detail::check(try_submit(std::forward<F>(f)));
+    }
+
+    /// Runs f() on the pool and returns a std::future of its result (std::future<void> for
+    /// a callable returning void): the way to see what a task returns or throws. An exception
+    /// f throws is stored in the future (get() rethrows it) and the task is also counted in
+    /// stats().panicked. A task that FLOCK_SHUTDOWN_NOW discards unrun is destroyed and its
+    /// future holds std::future_error (std::future_errc::broken_promise). When the future is
+    /// ready, f (and what it captured) has been destroyed. Throws flock::error when the pool
+    /// refuses the task (FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT, FLOCK_ERR_SHUTDOWN,
+    /// FLOCK_ERR_NULL for a moved-from pool; f is destroyed once, unrun), std::bad_alloc.
+    /// Always allocates (the callable with its promise, and the future's shared state).
+    /// Waiting on the future from inside one of this pool's tasks blocks that worker: on a
+    /// pool whose workers all wait so, nothing runs.
+    template <class F>
+    auto submit_task(F&& f) {
+        return submit_task_in(nullptr, std::forward<F>(f));
+    }
+
+    /// Like submit_task, into lane number `lane` (see lane()): also FLOCK_ERR_UNKNOWN_LANE.
+    template <class F>
+    auto submit_task_to(uint32_t lane, F&& f) {
+        return submit_task_in(&lane, std::forward<F>(f));
     }
 
     /// Like try_submit, into lane number `lane` (see lane()): also FLOCK_ERR_UNKNOWN_LANE.
@@ -228,6 +441,13 @@ public:
         if (st == FLOCK_ERR_TIMEOUT) return false;
         detail::check(st);
         return true;
+    }
+
+    /// Like wait() until a point in time: false when it came first.
+    template <class Clock, class Duration>
+    bool wait_until(std::chrono::time_point<Clock, Duration> deadline) {
+        auto left = deadline - Clock::now();
+        return wait_for(left < decltype(left)::zero() ? decltype(left)::zero() : left);
     }
 
     /// Stops the pool (see flock_shutdown) and returns how many tasks were discarded. The pool
@@ -290,8 +510,10 @@ private:
     flock_status_t submit_in(const uint32_t* lane, F&& f) {
         using Fn = std::decay_t<F>;
         static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit takes a callable with no arguments");
+        // A moved-from pool: refuse before anything is allocated (f is destroyed by the caller).
+        if (p_ == nullptr) return FLOCK_ERR_NULL;
         auto send = [this, lane](void (*run)(void*), void* arg, void (*drop)(void*)) {
-            return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
+            return send_in(lane, run, arg, drop);
         };
         if constexpr (detail::fits_in_arg<Fn>) {
             Fn copy(std::forward<F>(f));
@@ -301,12 +523,35 @@ private:
         } else {
             auto owned = std::make_unique<Fn>(std::forward<F>(f));
             flock_status_t st = send(&detail::run_heap<Fn>, owned.get(), &detail::drop_heap<Fn>);
-            if (st == FLOCK_OK) owned.release();  // the pool owns it now
+            // On FLOCK_OK the pool owns it now; on any error flock.h leaves it with us (the drop
+            // callback is never called), so `owned` deletes it, once.
+            if (st == FLOCK_OK) owned.release();
             return st;
         }
     }
 
+    flock_status_t send_in(const uint32_t* lane, void (*run)(void*), void* arg, void (*drop)(void*)) {
+        return lane ? flock_submit_lane_ex(p_, *lane, run, arg, drop) : flock_submit_ex(p_, run, arg, drop);
+    }
+
+    template <class F>
+    auto submit_task_in(const uint32_t* lane, F&& f) {
+        using Fn = std::decay_t<F>;
+        static_assert(std::is_invocable_v<Fn&>, "flock::pool::submit_task takes a callable with no arguments");
+        using R = std::invoke_result_t<Fn&>;
+        using Task = detail::promised<Fn, R>;
+        if (p_ == nullptr) throw error(FLOCK_ERR_NULL);  // before anything is allocated
+        auto task = std::make_unique<Task>(std::forward<F>(f));
+        std::future<R> future = task->promise.get_future();
+        // On an error flock.h leaves the task with us (the drop callback is never called):
+        // `task` deletes it, once, as check() throws.
+        detail::check(send_in(lane, &detail::run_promised<Task>, task.get(), &detail::drop_heap<Task>));
+        task.release();  // the pool owns it now
+        return future;
+    }
+
     flock_pool_t* p_ = nullptr;
+    std::shared_ptr<const config::worker_hooks> hooks_;  // after p_: released once it is freed
 };
 
 }  // namespace flock

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The C and C++ side of flock, end to end:
-#   1. tools: a C and C++ compiler, pkg-config and valgrind (installed with apt-get when
+#   1. tools: a C and C++ compiler, pkg-config, valgrind and cmake (installed with apt-get when
 #      missing and running as root)
 #   2. include/flock.h is exactly what the pinned cbindgen generates (scripts/gen-header.sh)
 #   3. the headers compile as C99 and as C++11/C++17 with -Wall -Wextra -Wpedantic -Werror
 #   4. the ffi crate's Rust unit tests
 #   5. the C and C++ suites (ffi/tests) against a `test-hooks` build: plain, under valgrind
 #      memcheck, under AddressSanitizer (C side; the Rust side too with a nightly toolchain)
-#   6. install into a temporary prefix (scripts/install-c.sh) and build the examples in
-#      examples/c and examples/cpp against the installed copy through pkg-config, and run them
+#   6. install with DESTDIR into a staging folder and check it; then run the install and build
+#      lines of ffi/README.md as written (blocks marked "c-tests.sh runs"), with HOME a
+#      temporary folder: pkg-config (shared, flock-static.pc, -static), a CMake project
+#      through find_package(flock), valgrind with the shipped suppressions; then build the
+#      examples in examples/c and examples/cpp against that prefix and run them
 # Honours CARGO_TARGET_DIR (default ./target). FLOCK_SKIP_NIGHTLY_ASAN=1 skips the
 # instrumented Rust build. Exits non-zero on the first failing step.
 set -euo pipefail
@@ -28,6 +31,7 @@ command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v valgrind >/dev/null || missing+=(valgrind)
+command -v cmake >/dev/null || missing+=(cmake)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing ${missing[*]}"
@@ -40,7 +44,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "cc: $(cc --version | head -n1)"
 echo "c++: $(c++ --version | head -n1)"
-echo "pkg-config $(pkg-config --version), $(valgrind --version)"
+echo "pkg-config $(pkg-config --version), $(valgrind --version), $(cmake --version | head -n1)"
 
 step "include/flock.h is up to date"
 scripts/gen-header.sh --check
@@ -94,10 +98,129 @@ else
     fi
 fi
 
-step "install into a temporary prefix, build the examples against it with pkg-config"
-prefix=$work/prefix
-scripts/install-c.sh "$prefix"
+step "install with DESTDIR: staged under DESTDIR, naming PREFIX"
+# With the target directory outside the checkout, installing writes nothing into it (so a
+# read-only checkout works); checked at the end of the step after this one.
+checkout_before=$(git status --porcelain --ignored 2>/dev/null || true)
+stage=$work/stage
+DESTDIR=$stage scripts/install-c.sh /opt/flock > "$work/install-destdir.log" 2>&1 ||
+    { cat "$work/install-destdir.log" >&2; exit 1; }
+for f in lib/libflock.so.0.1 lib/libflock.so lib/libflock.a include/flock.h include/flock.hpp \
+    lib/pkgconfig/flock.pc lib/pkgconfig/flock-static.pc lib/cmake/flock/flockConfig.cmake \
+    lib/cmake/flock/flockConfigVersion.cmake share/flock/flock.supp; do
+    [ -e "$stage/opt/flock/$f" ] || { echo "DESTDIR install lacks $f" >&2; exit 1; }
+done
+grep -qx "prefix=/opt/flock" "$stage/opt/flock/lib/pkgconfig/flock.pc" ||
+    { echo "flock.pc does not name PREFIX /opt/flock" >&2; exit 1; }
+echo "ok: $(cd "$stage" && find . -type f -o -type l | wc -l) files under $stage/opt/flock"
+
+# The fenced block that follows "<!-- c-tests.sh runs: NAME -->" in ffi/README.md.
+doc_block() {
+    local text
+    text=$(awk -v want="<!-- c-tests.sh runs: $1 -->" '
+        $0 == want { found = 1; next }
+        found && /^```/ { if (inside) exit; inside = 1; next }
+        inside { print }' ffi/README.md)
+    [ -n "$text" ] || { echo "ffi/README.md has no block '$1'" >&2; exit 1; }
+    printf '%s\n' "$text"
+}
+# Runs a documented block in folder $2 with bash -euo pipefail, echoing each line.
+run_doc() {
+    echo "-- ffi/README.md, block '$1', in $2"
+    doc_block "$1" > "$work/block-$1.sh"
+    (cd "$2" && bash -euxo pipefail "$work/block-$1.sh")
+}
+
+step "the documented lines, as written (HOME=$work/home)"
+# cargo and rustup find their homes through HOME unless told: keep the real ones.
+export CARGO_HOME=${CARGO_HOME:-$HOME/.cargo} RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
+export CARGO_TARGET_DIR=$target
+export HOME=$work/home
+mkdir -p "$HOME"
+prefix=$HOME/.local
+run_doc install "$root" > "$work/install.log" 2>&1 || { cat "$work/install.log" >&2; exit 1; }
+tail -n 1 "$work/install.log"
+echo "libflock.a: $(stat -c %s "$prefix/lib/libflock.a") bytes installed, $(stat -c %s "$target/release/libflock.a") built"
+project=$work/project
+mkdir -p "$project"
+# app.c is the C example of the top-level README; app.cpp the wrapper example.
+awk '/^<!-- c-tests.sh builds this: app.c -->$/ { found = 1; next }
+     found && /^```/ { if (inside) exit; inside = 1; next }
+     inside { print }' README.md > "$project/app.c"
+[ -s "$project/app.c" ] || { echo "README.md has no block marked app.c" >&2; exit 1; }
+cp examples/cpp/wrapper.cpp "$project/app.cpp"
+# The README's own build lines are some of ffi/README.md's (comments aside).
+awk '/^<!-- c-tests.sh checks: lines of ffi\/README.md -->$/ { found = 1; next }
+     found && /^```/ { if (inside) exit; inside = 1; next }
+     inside { sub(/ +#.*$/, ""); print }' README.md > "$work/readme-lines"
+[ -s "$work/readme-lines" ] || { echo "README.md has no block of ffi/README.md's lines" >&2; exit 1; }
+while IFS= read -r line; do
+    grep -qxF -- "$line" ffi/README.md || { echo "README.md's line is not in ffi/README.md: $line" >&2; exit 1; }
+done < "$work/readme-lines"
+echo "README.md's build lines are ffi/README.md's"
+run_doc pkg-config "$project"
+# ldd's output is read whole before it is searched: with pipefail, `ldd | grep -q` fails
+# whenever grep stops at its match while ldd is still writing (ldd dies of SIGPIPE).
+for exe in app app++; do
+    linked=$(ldd "$project/$exe")
+    case $linked in
+    *"libflock.so.0.1 => $prefix/lib/"*) echo "$exe loads $prefix/lib/libflock.so.0.1" ;;
+    *)
+        echo "$exe does not load the installed libflock:" >&2
+        echo "$linked" >&2
+        exit 1
+        ;;
+    esac
+done
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+run_doc static "$project" 2> "$work/static.stderr" || { cat "$work/static.stderr" >&2; exit 1; }
+for exe in app-static app-full-static; do
+    linked=$(ldd "$project/$exe" 2>&1 || true)
+    case $linked in
+    *libflock*) echo "$exe loads a shared libflock:" >&2; echo "$linked" >&2; exit 1 ;;
+    esac
+done
+echo "app-static and app-full-static carry libflock (no libflock.so loaded)"
+mkdir -p "$project/cmake"
+doc_block CMakeLists.txt > "$project/cmake/CMakeLists.txt"
+cp "$project/app.c" "$project/cmake/"
+# And the static target, which the documented project does not use.
+cat >> "$project/cmake/CMakeLists.txt" <<'CMAKE'
+add_executable(app_static app.c)
+target_link_libraries(app_static PRIVATE flock::flock_static)
+CMAKE
+run_doc cmake "$project/cmake" > "$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; exit 1; }
+grep -E "^[0-9]+ ran" "$work/cmake.log"
+"$project/cmake/build/app_static"
+linked=$(ldd "$project/cmake/build/app")
+case $linked in
+*"libflock.so.0.1 => $prefix/lib/"*) echo "the CMake app loads $prefix/lib/libflock.so.0.1" ;;
+*) echo "the CMake app does not load the installed libflock:" >&2; echo "$linked" >&2; exit 1 ;;
+esac
+run_doc valgrind "$project" > "$work/valgrind-doc.log" 2>&1 ||
+    { cat "$work/valgrind-doc.log" >&2; exit 1; }
+grep -E "ERROR SUMMARY|suppressed:" "$work/valgrind-doc.log" | sed 's/^/   | /'
+# The suppressions earn their place: without them the same run fails (when valgrind finds
+# the record uncollected, which depends on timing; say so rather than fail when it does not).
+if valgrind --leak-check=full --error-exitcode=1 "$project/app" > "$work/valgrind-bare.log" 2>&1; then
+    echo "NOTICE: without the suppressions this run happened to pass too"
+else
+    echo "without the suppressions: $(grep -E 'possibly lost:' "$work/valgrind-bare.log" | sed 's/^==[0-9]*== *//')"
+fi
+
+case $target in
+"$root"/*) ;;
+*)
+    if [ "$(git status --porcelain --ignored 2>/dev/null || true)" != "$checkout_before" ]; then
+        echo "installing wrote into the checkout:" >&2
+        git status --porcelain --ignored >&2
+        exit 1
+    fi
+    echo "the checkout is unchanged by the installs (target directory $target)"
+    ;;
+esac
+
+step "the examples, built against the installed copy with pkg-config"
 libdir=$(pkg-config --variable=libdir flock)
 echo "pkg-config: flock $(pkg-config --modversion flock): $(pkg-config --cflags --libs flock)"
 # Compiled from a copy, so only the installed headers can be found.
@@ -106,17 +229,6 @@ cc -std=c11 $strict "$work/many_submitters.c" $(pkg-config --cflags --libs flock
     -Wl,-rpath,"$libdir" -o "$work/many_submitters"
 c++ -std=c++17 $strict "$work/wrapper.cpp" $(pkg-config --cflags --libs flock) -pthread \
     -Wl,-rpath,"$libdir" -o "$work/wrapper"
-# ldd's output is read whole before it is searched: with pipefail, `ldd | grep -q` fails
-# whenever grep stops at its match while ldd is still writing (ldd dies of SIGPIPE).
-linked=$(ldd "$work/many_submitters")
-case $linked in
-*"libflock.so.0.1 => $libdir/"*) echo "many_submitters links $libdir/libflock.so.0.1" ;;
-*)
-    echo "many_submitters does not link the installed libflock:" >&2
-    echo "$linked" >&2
-    exit 1
-    ;;
-esac
 echo "-- examples/c/many_submitters.c"
 "$work/many_submitters"
 echo "-- examples/cpp/wrapper.cpp"

@@ -1,8 +1,10 @@
-//! `flock_config_t`: how a pool is built, and `flock_config_init`, its defaults.
+//! `flock_config_t`: how a pool is built (worker hooks included), and `flock_config_init`, its
+//! defaults.
 
 use crate::lane::{flock_lane_t, read_lanes};
 use crate::panic::ffi_panic_boundary;
 use flock_core::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+use std::ffi::c_void;
 use std::ptr;
 use std::time::Duration;
 
@@ -36,6 +38,11 @@ fn policy(raw: u32) -> Option<Backpressure> {
     })
 }
 
+/// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
+/// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
+/// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
+pub const FLOCK_MIN_STACK_SIZE: u64 = 16 * 1024;
+
 /// A pool's configuration. Always start from flock_config_init, then change the fields you
 /// care about: later versions may add fields at the end, which flock_config_init fills in.
 /// The pool copies what it needs (lane names included); the struct, and the lanes array it
@@ -68,7 +75,9 @@ pub struct flock_config {
     /// With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     /// default) means as many as there are workers.
     pub max_spawned_threads: u32,
-    /// Stack size of each worker thread in bytes. 0 (the default) keeps the platform's.
+    /// Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    /// smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
+    /// or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     pub stack_size: u64,
     /// The most workers flock_resize may grow the pool to, at least workers and at most
     /// 65,536 (else FLOCK_ERR_INVALID_CONFIG). 0 (the default) means the larger of workers and
@@ -89,6 +98,29 @@ pub struct flock_config {
     /// every worker runs a task of a lighter lane; it then runs that task at once. Its runs
     /// are counted in flock_stats_t.reserve_runs. See the Rust PoolBuilder::lane_reserve.
     pub lane_reserve: bool,
+    /// Called on each worker thread as on_worker_start(worker_hook_arg, worker), with the
+    /// worker's index (0 to max_workers - 1), once, before the worker runs any task: when the
+    /// pool starts and for each worker flock_resize adds (an index that retired and came back
+    /// is started again). flock_pool_new (or flock_resize) may return before a new worker's
+    /// call has finished, but that worker runs no task before it has. Suits naming the
+    /// thread, setting its priority, or thread-local state that tasks then use. NULL (the
+    /// default): nothing is called.
+    ///
+    /// Both hooks run on worker threads, several at once (one per worker), so they must be
+    /// thread-safe; they must not unwind (no C++ exception or longjmp out: catch inside), and
+    /// must not wait for the pool (flock_wait, flock_shutdown, flock_pool_free) or block on
+    /// its tasks.
+    pub on_worker_start: Option<unsafe extern "C" fn(arg: *mut c_void, worker: u32)>,
+    /// Called on each worker thread as on_worker_stop(worker_hook_arg, worker) after its last
+    /// task, when it leaves: at shutdown (flock_shutdown, flock_pool_free) or when flock_resize
+    /// retires it. Every worker whose on_worker_start was called gets one on_worker_stop
+    /// call, and flock_shutdown (or flock_pool_free from outside the pool) returns only after
+    /// all of them. Same rules as on_worker_start. NULL (the default): nothing is called.
+    pub on_worker_stop: Option<unsafe extern "C" fn(arg: *mut c_void, worker: u32)>,
+    /// Passed untouched to on_worker_start and on_worker_stop; the caller owns what it points
+    /// to and must keep it valid until the pool's last worker has stopped (flock_shutdown or
+    /// flock_pool_free, called from outside the pool, has returned). Default: NULL.
+    pub worker_hook_arg: *mut c_void,
 }
 
 /// See `struct flock_config`.
@@ -112,12 +144,62 @@ impl flock_config {
             lanes: ptr::null(),
             lane_count: 0,
             lane_reserve: true,
+            on_worker_start: None,
+            on_worker_stop: None,
+            worker_hook_arg: ptr::null_mut(),
         }
     }
 }
 
-/// The builder the configuration at `cfg` describes, or `None` when a field is outside what any
-/// pool accepts (the builder checks the rest).
+/// A C worker hook (see flock_config_t.on_worker_start).
+type HookFn = unsafe extern "C" fn(arg: *mut c_void, worker: u32);
+
+/// The C worker hooks of a configuration, called by the closures `flock_pool_new` gives the
+/// core's `on_worker_start` / `on_worker_stop`.
+#[derive(Clone, Copy)]
+pub(crate) struct WorkerHooks {
+    start: Option<HookFn>,
+    stop: Option<HookFn>,
+    arg: *mut c_void,
+}
+
+// SAFETY: the header requires the hooks to be callable with `arg` from every worker thread,
+// concurrently, for the pool's whole life, which is what sharing WorkerHooks between the
+// workers amounts to.
+unsafe impl Send for WorkerHooks {}
+// SAFETY: as for Send.
+unsafe impl Sync for WorkerHooks {}
+
+impl WorkerHooks {
+    /// Whether there is a stop hook (the core then needs a closure for it).
+    pub(crate) fn has_stop(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Calls the start hook, if any, for worker `index`.
+    pub(crate) fn start(&self, index: usize) {
+        Self::call(self.start, self.arg, index);
+    }
+
+    /// Calls the stop hook, if any, for worker `index`.
+    pub(crate) fn stop(&self, index: usize) {
+        Self::call(self.stop, self.arg, index);
+    }
+
+    fn call(hook: Option<HookFn>, arg: *mut c_void, index: usize) {
+        if let Some(hook) = hook {
+            // Indices are below max_workers, at most 65,536.
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            // SAFETY: the header's contract for the hooks (see the Send impl); a C function
+            // does not unwind.
+            unsafe { hook(arg, index) }
+        }
+    }
+}
+
+/// The builder the configuration at `cfg` describes and its C worker hooks (which the caller
+/// gives the builder, together with its own), or `None` when a field is outside what any pool
+/// accepts (the builder checks the rest).
 ///
 /// C may hand in any bit pattern, and a Rust `enum` or `bool` must never hold one outside its
 /// values, so the struct is never copied as a whole: each field is read as the integer it is
@@ -127,7 +209,7 @@ impl flock_config {
 /// `cfg` points to a readable, initialized `flock_config`, whose `lanes`, when `lane_count`
 /// is 1 to `FLOCK_MAX_LANES`, is NULL or points to `lane_count` readable lanes with NULL or
 /// readable NUL-terminated names.
-pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilder> {
+pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<(PoolBuilder, WorkerHooks)> {
     macro_rules! field {
         ($name:ident as $int:ty) => {
             // SAFETY: `cfg` is readable (this function's contract); the field is read as an
@@ -159,6 +241,9 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilde
     }
     let stack_size = field!(stack_size as u64);
     if stack_size != 0 {
+        if stack_size < FLOCK_MIN_STACK_SIZE {
+            return None;
+        }
         b = b.stack_size(usize::try_from(stack_size).ok()?);
     }
     let max_workers = field!(max_workers as u32);
@@ -175,7 +260,13 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<PoolBuilde
     if !lanes.is_empty() {
         b = b.lanes(&lanes);
     }
-    Some(b)
+    // A NULL function pointer reads as None; any other value is the caller's function.
+    let hooks = WorkerHooks {
+        start: field!(on_worker_start as Option<HookFn>),
+        stop: field!(on_worker_stop as Option<HookFn>),
+        arg: field!(worker_hook_arg as *mut c_void),
+    };
+    Some((b, hooks))
 }
 
 /// Fills *cfg with the defaults listed on each field of flock_config_t. NULL is a no-op.
@@ -234,5 +325,22 @@ mod tests {
         };
         // SAFETY: as above.
         assert!(unsafe { builder_from(bad.as_ptr()) }.is_none());
+    }
+
+    #[test]
+    fn a_stack_below_the_minimum_is_refused() {
+        let mut cfg = flock_config::defaults();
+        for (size, ok) in [
+            (0, true),
+            (1, false),
+            (FLOCK_MIN_STACK_SIZE - 1, false),
+            (FLOCK_MIN_STACK_SIZE, true),
+            (8 << 20, true),
+        ] {
+            cfg.stack_size = size;
+            // SAFETY: a live, initialized config.
+            let built = unsafe { builder_from(&cfg) };
+            assert_eq!(built.is_some(), ok, "stack_size {size}");
+        }
     }
 }

@@ -18,7 +18,7 @@ pub enum flock_status {
     /// A pointer argument that must not be NULL was NULL.
     FLOCK_ERR_NULL = 1,
     /// flock_pool_new: the configuration is invalid (workers 0 or above 65,536, capacity 0,
-    /// stack_size too small to be a stack, pin_workers with no core to pin to...), or a worker
+    /// stack_size below FLOCK_MIN_STACK_SIZE, pin_workers with no core to pin to...), or a worker
     /// could not be pinned to its core.
     FLOCK_ERR_INVALID_CONFIG = 2,
     /// The queue is full and the pool's policy is FLOCK_WHEN_FULL_REJECT: the task was not

@@ -28,6 +28,7 @@ mod task;
 
 pub use config::{
     flock_config, flock_config_init, flock_config_t, flock_when_full, flock_when_full_t,
+    FLOCK_MIN_STACK_SIZE,
 };
 pub use control::{flock_is_paused, flock_pause, flock_resize, flock_resume};
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
@@ -48,8 +49,8 @@ pub use stats::{
     flock_worker_stats_t,
 };
 pub use task::{
-    flock_submit, flock_submit_batch, flock_submit_ex, flock_submit_lane, flock_submit_lane_ex,
-    flock_task_fail,
+    flock_submit, flock_submit_batch, flock_submit_batch_ex, flock_submit_ex, flock_submit_lane,
+    flock_submit_lane_ex, flock_task_fail,
 };
 
 use panic::ffi_panic_boundary;

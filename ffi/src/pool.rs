@@ -94,11 +94,18 @@ pub unsafe extern "C" fn flock_pool_new(
         let defaults = flock_config::defaults();
         let cfg = if cfg.is_null() { &defaults } else { cfg };
         // SAFETY: `cfg` is our defaults or, per this function's contract, a readable config.
-        let Some(builder) = (unsafe { builder_from(cfg) }) else {
+        let Some(configured) = (unsafe { builder_from(cfg) }) else {
             return flock_status_t::FLOCK_ERR_INVALID_CONFIG;
         };
+        let (builder, hooks) = configured;
         let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
-        let builder = builder.on_worker_start(move |_| WORKER_OF.with(|w| w.set(id)));
+        let mut builder = builder.on_worker_start(move |index| {
+            WORKER_OF.with(|w| w.set(id));
+            hooks.start(index);
+        });
+        if hooks.has_stop() {
+            builder = builder.on_worker_stop(move |index| hooks.stop(index));
+        }
         match builder.build() {
             Ok(inner) => {
                 let pool = Box::into_raw(Box::new(flock_pool { inner, id }));

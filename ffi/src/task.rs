@@ -1,5 +1,6 @@
 //! C tasks: `flock_submit`, `flock_submit_ex`, their lane forms `flock_submit_lane` and
-//! `flock_submit_lane_ex`, `flock_submit_batch`, and `flock_task_fail`.
+//! `flock_submit_lane_ex`, `flock_submit_batch` and `flock_submit_batch_ex`, and
+//! `flock_task_fail`.
 //!
 //! A C task is three words, (function, argument, drop callback), held by [`CTask`]. The closure
 //! handed to the core captures only that struct, so it is three words as well, and the core
@@ -10,6 +11,12 @@
 //! `FLOCK_SHUTDOWN_NOW`, which is exactly when the drop callback is documented to run. A
 //! batch is the same closures, one per argument, handed to the core's `submit_batch_to`; the
 //! refused ones come back from it in order and are disarmed the same way.
+//!
+//! Every error leaves the argument with the caller, so no `CTask` exists before the call's
+//! arguments are checked (a NULL pool returns before one is built), and a `CTask` dropped
+//! while a panic unwinds out of the core's submit on the submitting thread ([`Submitting`])
+//! does not call the drop callback: that call returns `FLOCK_ERR_PANIC`, and the caller still
+//! owns `arg`.
 
 use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
@@ -35,6 +42,11 @@ struct CTask {
 unsafe impl Send for CTask {}
 
 std::thread_local! {
+    /// How many submit calls of this library are under way on this thread (tasks can nest:
+    /// caller-runs may run a task inside a submit, and it may submit in turn). See
+    /// [`Submitting`].
+    static SUBMITTING: Cell<usize> = const { Cell::new(0) };
+
     /// The state of the C task running on this thread, for `flock_task_fail`: `None` outside a
     /// C task, `Some(failed)` inside one. Tasks can nest on one thread (a task that submits
     /// under FLOCK_WHEN_FULL_CALLER_RUNS runs the inner task inline), so `run` saves and
@@ -66,11 +78,41 @@ impl CTask {
 
 impl Drop for CTask {
     fn drop(&mut self) {
+        if Submitting::unwinding_here() {
+            // The core panicked while it held this task, before accepting it: the call returns
+            // FLOCK_ERR_PANIC and the caller keeps `arg`, so `drop(arg)` must not run.
+            return;
+        }
         if let Some(drop) = self.drop {
             // SAFETY: the task will never run (it is dropped unrun), and the header promises
             // `drop(arg)` may then be called once, from any thread.
             unsafe { drop(self.arg) }
         }
+    }
+}
+
+/// Marks a submit call under way on this thread for as long as it lives, so that a `CTask`
+/// dropped by a panic unwinding out of that call leaves its argument to the caller.
+struct Submitting;
+
+impl Submitting {
+    fn enter() -> Submitting {
+        SUBMITTING.with(|n| n.set(n.get() + 1));
+        Submitting
+    }
+
+    /// Whether a panic is unwinding through a submit call on this thread. (A task discarded by
+    /// FLOCK_SHUTDOWN_NOW is dropped by a shutdown that returns normally, never while
+    /// unwinding.)
+    #[cold]
+    fn unwinding_here() -> bool {
+        std::thread::panicking() && SUBMITTING.with(Cell::get) > 0
+    }
+}
+
+impl Drop for Submitting {
+    fn drop(&mut self) {
+        SUBMITTING.with(|n| n.set(n.get() - 1));
     }
 }
 
@@ -84,16 +126,28 @@ fn lane_index(lane: u32) -> usize {
     usize::try_from(lane).unwrap_or(usize::MAX)
 }
 
-/// Submits `task` to the pool, into `lane` when given (otherwise lane 0 from outside the
+/// Submits `run(arg)` to the pool, into `lane` when given (otherwise lane 0 from outside the
 /// pool, the running task's lane from inside); refused tasks are disarmed and reported by
-/// their status.
-fn submit(pool: *mut flock_pool_t, lane: Option<u32>, task: CTask) -> flock_status_t {
-    // SAFETY: the header requires `pool` to be NULL or a live pool from flock_pool_new.
+/// their status. The `CTask` is built only once the pool is known to exist: an error before
+/// that has nothing to drop, and the caller keeps `arg`.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `run` and `drop` may be called with `arg`
+/// from any thread (flock_submit_ex's contract).
+unsafe fn submit(
+    pool: *mut flock_pool_t,
+    lane: Option<u32>,
+    run: TaskFn,
+    arg: *mut c_void,
+    drop: Option<TaskFn>,
+) -> flock_status_t {
+    // SAFETY: per this function's contract.
     let pool = match unsafe { pool_ref(pool) } {
         Ok(pool) => pool,
         Err(status) => return status,
     };
-    let task = into_closure(task);
+    let _submitting = Submitting::enter();
+    let task = into_closure(CTask { run, arg, drop });
     let result = match lane {
         None => pool.inner.submit(task),
         Some(lane) => pool.inner.submit_to(lane_index(lane), task),
@@ -126,7 +180,8 @@ pub unsafe extern "C" fn flock_submit(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, None, CTask { run, arg, drop: None })
+        // SAFETY: per this function's contract.
+        unsafe { submit(pool, None, run, arg, None) }
     }
 }
 
@@ -143,9 +198,10 @@ pub unsafe extern "C" fn flock_submit(
 /// flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
 /// exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
 /// task owns arg from then on. A task can report that it failed with flock_task_fail.
-/// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused:
-/// neither task nor drop is called, and the caller still owns arg. FLOCK_ERR_NULL when pool
-/// or task is NULL (arg may be NULL: it is passed through untouched).
+/// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused;
+/// FLOCK_ERR_NULL when pool or task is NULL (arg may be NULL: it is passed through
+/// untouched); FLOCK_ERR_PANIC when a panic inside the library was caught. On every error,
+/// neither task nor drop is called, and the caller still owns arg (free it yourself).
 ///
 /// After shutdown (or while it is under way): FLOCK_ERR_SHUTDOWN.
 ///
@@ -170,7 +226,8 @@ pub unsafe extern "C" fn flock_submit_ex(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, None, CTask { run, arg, drop })
+        // SAFETY: per this function's contract.
+        unsafe { submit(pool, None, run, arg, drop) }
     }
 }
 
@@ -191,7 +248,8 @@ pub unsafe extern "C" fn flock_submit_lane(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, Some(lane), CTask { run, arg, drop: None })
+        // SAFETY: per this function's contract.
+        unsafe { submit(pool, Some(lane), run, arg, None) }
     }
 }
 
@@ -203,9 +261,10 @@ pub unsafe extern "C" fn flock_submit_lane(
 ///
 /// Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
 /// FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
-/// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused: neither task nor drop
-/// is called, and the caller still owns arg (a refusal for an unknown lane is not counted in
-/// flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is NULL.
+/// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused (a refusal for an
+/// unknown lane is not counted in flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is
+/// NULL; FLOCK_ERR_PANIC. On every error, as with flock_submit_ex, neither task nor drop is
+/// called and the caller still owns arg.
 ///
 /// Thread-safety: as flock_submit_ex.
 ///
@@ -223,7 +282,8 @@ pub unsafe extern "C" fn flock_submit_lane_ex(
         let Some(run) = task else {
             return flock_status_t::FLOCK_ERR_NULL;
         };
-        submit(pool, Some(lane), CTask { run, arg, drop })
+        // SAFETY: per this function's contract.
+        unsafe { submit(pool, Some(lane), run, arg, drop) }
     }
 }
 
@@ -235,7 +295,7 @@ pub unsafe extern "C" fn flock_submit_lane_ex(
 /// some tasks itself). From inside one of the pool's tasks every task goes to that worker's
 /// own queue and none is refused. args is only read during the call; each args[i] is passed
 /// through untouched (NULL is fine). There is no drop callback: a task that FLOCK_SHUTDOWN_NOW
-/// discards is simply not run, as with flock_submit.
+/// discards is simply not run, as with flock_submit (flock_submit_batch_ex has one).
 ///
 /// Returns FLOCK_OK when every task was accepted, and stores n in *accepted. When the pool
 /// refuses a task (FLOCK_ERR_UNKNOWN_LANE, FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
@@ -265,38 +325,94 @@ pub unsafe extern "C" fn flock_submit_batch(
 ) -> flock_status_t {
     ffi_panic_boundary! {
         // SAFETY: per this function's contract.
-        let pool = match unsafe { pool_ref(pool) } {
-            Ok(pool) => pool,
-            Err(status) => return status,
-        };
-        let Some(run) = task else {
-            return flock_status_t::FLOCK_ERR_NULL;
-        };
-        if accepted.is_null() || (args.is_null() && n != 0) {
-            return flock_status_t::FLOCK_ERR_NULL;
-        }
-        let args: &[*mut c_void] = if n == 0 {
-            &[]
-        } else {
-            // SAFETY: not NULL (checked above): n readable pointers (this function's contract).
-            unsafe { std::slice::from_raw_parts(args, n) }
-        };
-        let tasks = args.iter().map(|&arg| into_closure(CTask { run, arg, drop: None }));
-        let (count, status) = match pool.inner.submit_batch_to(lane_index(lane), tasks) {
-            Ok(count) => (count, flock_status_t::FLOCK_OK),
-            Err(refused) => {
-                let count = refused.accepted();
-                let status = refused.reason().into();
-                // Disarmed as in `submit`: each refused closure is forgotten, unrun, and the
-                // caller keeps its argument.
-                refused.into_rejected().into_iter().for_each(std::mem::forget);
-                (count, status)
-            }
-        };
-        // SAFETY: not NULL (checked above) and writable per the contract.
-        unsafe { accepted.write(count) };
-        status
+        unsafe { submit_batch(pool, lane, task, args, n, None, accepted) }
     }
+}
+
+/// flock_submit_batch with a drop callback: runs task(args[i]) on the pool for every i from
+/// 0 to n - 1, in lane number `lane`, as one batch, exactly as flock_submit_batch does (same
+/// groups, same policy, same statuses and the same *accepted), and each accepted task that
+/// flock_shutdown with FLOCK_SHUTDOWN_NOW discards before it starts has drop(args[i]) called
+/// exactly once instead (when drop is not NULL), on this thread or a worker, as with
+/// flock_submit_ex: so heap arguments of discarded tasks can be freed. drop is never called
+/// for a task that ran, nor for one that was not accepted (from *accepted on, when the pool
+/// refused part of the batch): the caller still owns those arguments. On FLOCK_ERR_NULL no
+/// task was accepted, no drop is called and *accepted is not written; FLOCK_ERR_PANIC (a bug
+/// in flock, caught) does not write *accepted and calls no drop during the call.
+///
+/// Thread-safety: as flock_submit_batch; drop, like task, may be called on any thread.
+///
+/// # Safety
+/// As flock_submit_batch; `drop` is NULL or a function that may be called with each args[i]
+/// from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn flock_submit_batch_ex(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    args: *const *mut c_void,
+    n: usize,
+    drop: Option<unsafe extern "C" fn(arg: *mut c_void)>,
+    accepted: *mut usize,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        unsafe { submit_batch(pool, lane, task, args, n, drop, accepted) }
+    }
+}
+
+/// The body of flock_submit_batch and flock_submit_batch_ex. Checks every pointer before it
+/// builds a `CTask`, so an error before the core sees the batch owns nothing.
+///
+/// # Safety
+/// flock_submit_batch_ex's contract.
+unsafe fn submit_batch(
+    pool: *mut flock_pool_t,
+    lane: u32,
+    task: Option<TaskFn>,
+    args: *const *mut c_void,
+    n: usize,
+    drop: Option<TaskFn>,
+    accepted: *mut usize,
+) -> flock_status_t {
+    // SAFETY: per this function's contract.
+    let pool = match unsafe { pool_ref(pool) } {
+        Ok(pool) => pool,
+        Err(status) => return status,
+    };
+    let Some(run) = task else {
+        return flock_status_t::FLOCK_ERR_NULL;
+    };
+    if accepted.is_null() || (args.is_null() && n != 0) {
+        return flock_status_t::FLOCK_ERR_NULL;
+    }
+    let args: &[*mut c_void] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: not NULL (checked above): n readable pointers (this function's contract).
+        unsafe { std::slice::from_raw_parts(args, n) }
+    };
+    let _submitting = Submitting::enter();
+    let tasks = args
+        .iter()
+        .map(|&arg| into_closure(CTask { run, arg, drop }));
+    let (count, status) = match pool.inner.submit_batch_to(lane_index(lane), tasks) {
+        Ok(count) => (count, flock_status_t::FLOCK_OK),
+        Err(refused) => {
+            let count = refused.accepted();
+            let status = refused.reason().into();
+            // Disarmed as in `submit`: each refused closure is forgotten, unrun, and the
+            // caller keeps its argument.
+            refused
+                .into_rejected()
+                .into_iter()
+                .for_each(std::mem::forget);
+            (count, status)
+        }
+    };
+    // SAFETY: not NULL (checked above) and writable per the contract.
+    unsafe { accepted.write(count) };
+    status
 }
 
 /// Marks the flock task running on the calling thread as failed. When its function returns,

@@ -17,8 +17,9 @@ cc=${CC:-cc}
 cxx=${CXX:-c++}
 warn="-Wall -Wextra -Wpedantic -Werror"
 flags="-O1 -g -fno-omit-frame-pointer"
-# What the Rust standard library in a static libflock needs (see scripts/install-c.sh).
-syslibs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+# What the Rust standard library in a static libflock needs: flock.pc's Libs.private (see
+# scripts/install-c.sh; the compiler driver adds the unwinder and the C library itself).
+syslibs="-lutil -lrt -lpthread -lm -ldl"
 run=()
 case $mode in
     plain) ;;

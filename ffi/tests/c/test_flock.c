@@ -184,6 +184,25 @@ static void test_invalid_config(void) {
     cfg.when_full = (flock_when_full_t)42; /* not a constant: checked, not trusted */
     CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
     CHECK(pool == sentinel);
+
+    /* A stack too small to be one: below FLOCK_MIN_STACK_SIZE (0 keeps the platform's). */
+    flock_config_init(&cfg);
+    cfg.stack_size = 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    cfg.stack_size = FLOCK_MIN_STACK_SIZE - 1;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
+    CHECK(pool == sentinel);
+    /* The minimum itself is a stack a worker runs tasks on. */
+    cfg.workers = 1;
+    cfg.stack_size = FLOCK_MIN_STACK_SIZE;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    if (pool != sentinel) {
+        atomic_uint_fast64_t n = 0;
+        CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+        CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+        CHECK_EQ(atomic_load(&n), 1);
+        flock_pool_free(pool);
+    }
 }
 
 static void noop(void *arg) { (void)arg; }
@@ -392,6 +411,162 @@ static void test_submit_ex_drop_once_under_shutdown_now(void) {
     flock_pool_free(pool);
     /* Freeing never calls drop again. */
     for (int i = 0; i < K; i++) CHECK_EQ(atomic_load(&slots[i].dropped), 1);
+}
+
+/* ---- worker start/stop hooks ------------------------------------------------------------ */
+
+#define HOOK_MAX_WORKERS 8
+
+typedef struct {
+    atomic_int started[HOOK_MAX_WORKERS];
+    atomic_int stopped[HOOK_MAX_WORKERS];
+    atomic_int bad_index;
+    atomic_int wrong_thread; /* a task saw another index in its thread's hook state */
+    atomic_int ran;
+} hooks_t;
+
+/* Set by on_worker_start on the worker's own thread; tasks read it. */
+static _Thread_local int hook_index = -1;
+static _Thread_local hooks_t *hook_owner;
+
+static void hook_start(void *arg, uint32_t worker) {
+    hooks_t *h = arg;
+    if (worker >= HOOK_MAX_WORKERS || flock_current_worker() != (int32_t)worker) {
+        atomic_fetch_add(&h->bad_index, 1);
+        return;
+    }
+    hook_index = (int)worker;
+    hook_owner = h;
+    atomic_fetch_add(&h->started[worker], 1);
+}
+
+static void hook_stop(void *arg, uint32_t worker) {
+    hooks_t *h = arg;
+    if (worker >= HOOK_MAX_WORKERS || hook_owner != h || hook_index != (int)worker) {
+        atomic_fetch_add(&h->bad_index, 1);
+        return;
+    }
+    atomic_fetch_add(&h->stopped[worker], 1);
+}
+
+static void hook_task(void *arg) {
+    hooks_t *h = arg;
+    /* The worker's start hook has run on this thread before any of its tasks. */
+    int32_t w = flock_current_worker();
+    if (w >= 0 && (hook_owner != h || hook_index != w)) atomic_fetch_add(&h->wrong_thread, 1);
+    atomic_fetch_add(&h->ran, 1);
+}
+
+static flock_pool_t *new_hooked_pool(hooks_t *h, uint32_t workers) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = workers;
+    cfg.max_workers = HOOK_MAX_WORKERS;
+    cfg.on_worker_start = hook_start;
+    cfg.on_worker_stop = hook_stop;
+    cfg.worker_hook_arg = h;
+    flock_pool_t *pool = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+    return pool;
+}
+
+static void test_worker_hooks(void) {
+    static hooks_t h;
+    memset(&h, 0, sizeof h);
+    flock_pool_t *pool = new_hooked_pool(&h, 2);
+    if (!pool) return;
+    int n = (int)scaled(2000);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    /* Grow to 4, shrink to 1, grow to 3: workers 1 and 2 stop and start again. */
+    CHECK_STATUS(flock_resize(pool, 4), FLOCK_OK);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 1), FLOCK_OK);
+    CHECK_STATUS(flock_resize(pool, 3), FLOCK_OK);
+    for (int i = 0; i < n; i++) CHECK_STATUS(flock_submit(pool, hook_task, &h), FLOCK_OK);
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    /* Every start has had its stop by the time the shutdown returns. */
+    int starts = 0;
+    for (int w = 0; w < HOOK_MAX_WORKERS; w++) {
+        CHECK_EQ(atomic_load(&h.stopped[w]), atomic_load(&h.started[w]));
+        starts += atomic_load(&h.started[w]);
+    }
+    CHECK_EQ(atomic_load(&h.started[0]), 1);
+    CHECK(atomic_load(&h.started[1]) >= 1 && atomic_load(&h.started[1]) <= 3);
+    CHECK_EQ(atomic_load(&h.started[3]), 1);
+    for (int w = 4; w < HOOK_MAX_WORKERS; w++) CHECK_EQ(atomic_load(&h.started[w]), 0);
+    CHECK(starts >= 4);
+    CHECK_EQ(atomic_load(&h.bad_index), 0);
+    CHECK_EQ(atomic_load(&h.wrong_thread), 0);
+    CHECK_EQ(atomic_load(&h.ran), 3 * n);
+    flock_pool_free(pool);
+    /* Nothing is called after the pool is gone. */
+    int stops = 0;
+    for (int w = 0; w < HOOK_MAX_WORKERS; w++) stops += atomic_load(&h.stopped[w]);
+    CHECK_EQ(stops, starts);
+
+    /* Only one of the two, and flock_pool_free as the shutdown. */
+    memset(&h, 0, sizeof h);
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    CHECK(cfg.on_worker_start == NULL && cfg.on_worker_stop == NULL && cfg.worker_hook_arg == NULL);
+    cfg.workers = 3;
+    cfg.on_worker_stop = hook_stop; /* no start hook: hook_owner stays unset, so stop counts it bad */
+    cfg.worker_hook_arg = &h;
+    flock_pool_t *p2 = NULL;
+    CHECK_STATUS(flock_pool_new(&cfg, &p2), FLOCK_OK);
+    flock_pool_free(p2);
+    CHECK_EQ(atomic_load(&h.bad_index), 3);
+}
+
+/* ---- every error path leaves the argument with the caller ------------------------------ */
+
+/* Counts its calls, so that a drop callback run on an error path shows up (a no-op callback
+ * hides it; a caller that frees arg itself after an error would then free twice). */
+static atomic_int owned_drops;
+static void owned_drop(void *arg) {
+    (void)arg;
+    atomic_fetch_add(&owned_drops, 1);
+}
+
+static void test_error_paths_keep_ownership(void) {
+    atomic_store(&owned_drops, 0);
+    slot_t s = {0, 0};
+    /* NULL pool and NULL task, on every call taking a drop callback. */
+    CHECK_STATUS(flock_submit_ex(NULL, slot_run, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(NULL, 0, slot_run, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_ex(NULL, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(NULL, 0, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+
+    flock_pool_t *pool = new_pool(1, 1, FLOCK_WHEN_FULL_REJECT);
+    CHECK_STATUS(flock_submit_ex(pool, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, NULL, &s, owned_drop), FLOCK_ERR_NULL);
+    /* An unknown lane. */
+    CHECK_STATUS(flock_submit_lane_ex(pool, 5, slot_run, &s, owned_drop), FLOCK_ERR_UNKNOWN_LANE);
+    /* A forced panic inside the call. */
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_PANIC);
+    /* A full queue: the gate holds the worker, one task fills the queue of capacity 1. */
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_FULL);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_FULL);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    /* After shutdown. */
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit_ex(pool, slot_run, &s, owned_drop), FLOCK_ERR_SHUTDOWN);
+    CHECK_STATUS(flock_submit_lane_ex(pool, 0, slot_run, &s, owned_drop), FLOCK_ERR_SHUTDOWN);
+    flock_pool_free(pool);
+
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+    CHECK_EQ(atomic_load(&s.ran), 0);
 }
 
 /* ---- waiting from inside a task ----------------------------------------------------- */
@@ -1334,6 +1509,80 @@ static void test_submit_batch_partly_refused(void) {
     flock_pool_free(pool);
 }
 
+/* flock_submit_batch_ex: accepted tasks discarded by FLOCK_SHUTDOWN_NOW have drop called once;
+ * refused ones and every error leave the arguments with the caller. */
+static void test_submit_batch_ex_drop(void) {
+    enum { K = 600 }; /* more than one admission group */
+    flock_pool_t *pool = new_pool(1, 1 << 20, FLOCK_WHEN_FULL_BLOCK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    static slot_t slots[K];
+    static void *args[K];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < K; i++) args[i] = &slots[i];
+    size_t accepted = 77;
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, K, slot_drop, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, K);
+    opener_t opener = {pool, &gate, {0, 0}};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, open_after_shutdown_began, &opener) == 0);
+    uint64_t dropped = 0;
+    CHECK_STATUS(flock_shutdown(pool, FLOCK_SHUTDOWN_NOW, &dropped), FLOCK_OK);
+    pthread_join(t, NULL);
+    int probes = atomic_load(&opener.probe.dropped);
+    CHECK_EQ(dropped, (uint64_t)(K + probes));
+    int wrong = 0;
+    for (int i = 0; i < K; i++)
+        wrong += atomic_load(&slots[i].ran) != 0 || atomic_load(&slots[i].dropped) != 1;
+    CHECK_EQ(wrong, 0);
+    /* After shutdown: refused whole, nothing dropped. */
+    accepted = 77;
+    atomic_store(&owned_drops, 0);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 3, owned_drop, &accepted), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(accepted, 0);
+    flock_pool_free(pool);
+    for (int i = 0; i < K; i++) wrong += atomic_load(&slots[i].dropped) != 1; /* free drops nothing */
+    CHECK_EQ(wrong, 0);
+
+    /* Partly refused (capacity 4, REJECT, worker held): 4 run, 6 neither run nor dropped. */
+    pool = new_pool(1, 4, FLOCK_WHEN_FULL_REJECT);
+    gate_t gate2 = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate2), FLOCK_OK);
+    gate_wait_started(&gate2);
+    memset(slots, 0, sizeof slots);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 10, slot_drop, &accepted), FLOCK_ERR_FULL);
+    CHECK_EQ(accepted, 4);
+    atomic_store(&gate2.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(atomic_load(&slots[i].ran), i < 4 ? 1 : 0);
+        CHECK_EQ(atomic_load(&slots[i].dropped), 0);
+    }
+
+    /* Errors before the batch: nothing accepted, nothing dropped, *accepted untouched. */
+    atomic_store(&owned_drops, 0);
+    accepted = 77;
+    CHECK_STATUS(flock_submit_batch_ex(NULL, 0, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, NULL, args, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, NULL, 2, owned_drop, &accepted), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, owned_drop, NULL), FLOCK_ERR_NULL);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_PANIC);
+    CHECK_EQ(accepted, 77);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 3, slot_run, args, 2, owned_drop, &accepted), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_EQ(accepted, 0);
+    /* NULL drop is flock_submit_batch; n 0 is fine. */
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, NULL, 0, owned_drop, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 0);
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args, 2, NULL, &accepted), FLOCK_OK);
+    CHECK_EQ(accepted, 2);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+    for (int i = 0; i < 10; i++) CHECK_EQ(atomic_load(&slots[i].ran), i < 2 ? 2 : i < 4 ? 1 : 0);
+    flock_pool_free(pool);
+}
+
 /* ---- failures and panics ------------------------------------------------------------- */
 
 static void failing_task(void *arg) {
@@ -1459,6 +1708,8 @@ int main(void) {
     RUN(test_null_pointers);
     RUN(test_many_threads_exact_counts);
     RUN(test_submit_ex_drop_once_under_shutdown_now);
+    RUN(test_error_paths_keep_ownership);
+    RUN(test_worker_hooks);
     RUN(test_wait_inside_task_would_deadlock);
     RUN(test_reject_when_full);
     RUN(test_block_timeout);
@@ -1481,6 +1732,7 @@ int main(void) {
     RUN(test_pause_racing_shutdown);
     RUN(test_submit_batch);
     RUN(test_submit_batch_partly_refused);
+    RUN(test_submit_batch_ex_drop);
     RUN(test_task_fail_counts_as_panicked);
     RUN(test_forced_panic_comes_back_as_status);
 

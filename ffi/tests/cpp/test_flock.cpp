@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -181,6 +182,260 @@ static void test_move_only_ownership() {
     c.wait();
     CHECK_EQ(n.load(), 2);
     CHECK_EQ(flock::current_worker(), -1);
+}
+
+// Counts how many times copies of it are destroyed, in a callable too big for the argument
+// word (the heap path, which hands the C side a drop callback).
+struct counted_callable {
+    std::atomic<int>* destroyed;
+    std::atomic<int>* ran;
+    char pad[32] = {};
+    counted_callable(std::atomic<int>* d, std::atomic<int>* r) : destroyed(d), ran(r) {}
+    counted_callable(counted_callable&& other) noexcept : destroyed(other.destroyed), ran(other.ran) {
+        other.destroyed = nullptr;
+    }
+    counted_callable(const counted_callable&) = delete;
+    ~counted_callable() {
+        if (destroyed) (*destroyed)++;
+    }
+    void operator()() { (*ran)++; }
+};
+
+static void test_moved_from_pool_refuses_heap_callables_once() {
+    flock::pool a(flock::config().workers(1));
+    flock::pool b(std::move(a));
+    std::atomic<int> destroyed{0}, ran{0};
+    bool threw = false;
+    try {
+        a.submit(counted_callable(&destroyed, &ran));
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_NULL;
+    }
+    CHECK(threw);
+    CHECK_EQ(destroyed.load(), 1);  // freed exactly once, by submit
+    CHECK_EQ(a.try_submit_to(0, counted_callable(&destroyed, &ran)), FLOCK_ERR_NULL);
+    CHECK_EQ(destroyed.load(), 2);
+    CHECK_EQ(ran.load(), 0);
+    b.submit(counted_callable(&destroyed, &ran));
+    b.wait();
+    CHECK_EQ(ran.load(), 1);
+    CHECK_EQ(destroyed.load(), 3);
+}
+
+static thread_local int hooked_worker = -1;
+
+static void test_worker_hooks() {
+    std::atomic<int> started{0}, stopped{0}, mismatched{0}, ran{0};
+    auto token = std::make_shared<int>(1);
+    {
+        flock::config cfg;
+        cfg.workers(3)
+            .on_worker_start([&started, token](uint32_t w) {
+                hooked_worker = static_cast<int>(w);
+                started++;
+            })
+            .on_worker_stop([&stopped, &mismatched](uint32_t w) {
+                if (hooked_worker != static_cast<int>(w)) mismatched++;
+                stopped++;
+            });
+        flock::config copy = cfg;  // copies share the hooks
+        flock::pool pool(copy);
+        cfg = flock::config();  // the pool keeps its hooks alive on its own
+        copy = flock::config();
+        for (int i = 0; i < 300; i++)
+            pool.submit([&] {
+                if (hooked_worker != flock::current_worker()) mismatched++;
+                ran++;
+            });
+        pool.wait();
+        CHECK_EQ(token.use_count(), 2);  // only the pool holds the hooks now
+        pool.shutdown();
+        CHECK_EQ(started.load(), 3);
+        CHECK_EQ(stopped.load(), 3);
+    }
+    CHECK_EQ(token.use_count(), 1);  // released with the pool
+    CHECK_EQ(mismatched.load(), 0);
+    CHECK_EQ(ran.load(), 300);
+
+    // A throwing hook is reported and the worker goes on; an empty one removes it.
+    std::atomic<int> stops{0};
+    {
+        flock::pool pool(flock::config()
+                             .workers(2)
+                             .on_worker_start([](uint32_t) { throw std::runtime_error("init failed (expected)"); })
+                             .on_worker_stop([&stops](uint32_t) { stops++; })
+                             .on_worker_stop({}));
+        std::atomic<int> n{0};
+        pool.submit([&n] { n++; });
+        pool.wait();
+        CHECK_EQ(n.load(), 1);
+    }
+    CHECK_EQ(stops.load(), 0);
+}
+
+static void test_submit_task_futures() {
+    flock::pool pool(flock::config().workers(2));
+    std::future<int> answer = pool.submit_task([] { return 6 * 7; });
+    static_assert(std::is_same_v<decltype(answer), std::future<int>>);
+    std::atomic<int> side{0};
+    std::future<void> done = pool.submit_task([&side] { side = 1; });
+    auto owned = pool.submit_task([] { return std::make_unique<int>(5); });  // move-only result
+    std::string text(100, 'x');
+    auto big = pool.submit_task([text] { return text.size(); });  // a capture beyond one word
+    CHECK_EQ(answer.get(), 42);
+    done.get();
+    CHECK_EQ(side.load(), 1);
+    CHECK_EQ(*owned.get(), 5);
+    CHECK_EQ(big.get(), 100);
+
+    // The callable is destroyed before the future is ready.
+    auto token = std::make_shared<int>(1);
+    auto f = pool.submit_task([token] { return *token; });
+    CHECK_EQ(f.get(), 1);
+    CHECK_EQ(token.use_count(), 1);
+
+    // Lanes.
+    flock::pool lanes(flock::config().workers(1).lanes({{"a", 1}, {"b", 1}}));
+    CHECK_EQ(lanes.submit_task_to(lanes.lane("b"), [] { return 7; }).get(), 7);
+    bool threw = false;
+    try {
+        lanes.submit_task_to(9, [] { return 7; });
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_UNKNOWN_LANE;
+    }
+    CHECK(threw);
+    CHECK_EQ(pool.stats().panicked, 0);
+}
+
+static void test_submit_task_forwards_exceptions() {
+    flock::pool pool(flock::config().workers(1));
+    auto bad = pool.submit_task([]() -> int { throw std::runtime_error("seen by the caller"); });
+    bool caught = false;
+    try {
+        bad.get();
+    } catch (const std::runtime_error& e) {
+        caught = std::string(e.what()) == "seen by the caller";
+    }
+    CHECK(caught);
+    auto bad_void = pool.submit_task([] { throw 17; });
+    caught = false;
+    try {
+        bad_void.get();
+    } catch (int v) {
+        caught = v == 17;
+    }
+    CHECK(caught);
+    // A plain submit's exception is still counted and discarded; both kinds count.
+    pool.submit([] { throw std::runtime_error("discarded"); });
+    pool.wait();
+    auto s = pool.stats();
+    CHECK_EQ(s.panicked, 3);
+    CHECK_EQ(s.completed, 0);
+}
+
+static void test_submit_task_dropped_or_refused() {
+    // Discarded by FLOCK_SHUTDOWN_NOW: broken promise, callable destroyed once.
+    flock::pool pool(flock::config().workers(1));
+    std::atomic<bool> started{false}, go{false};
+    pool.submit([&] {
+        started = true;
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto token = std::make_shared<int>(0);
+    std::atomic<int> ran{0};
+    flock::multi_future<int> queued;
+    for (int i = 0; i < 20; i++) queued.push_back(pool.submit_task([token, &ran] { return ++ran; }));
+    CHECK_EQ(token.use_count(), 21);
+    CHECK_EQ(queued.ready_count(), 0);
+    std::thread opener([&] {
+        while (pool.try_submit([] {}) == FLOCK_OK) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        go = true;
+    });
+    pool.shutdown(FLOCK_SHUTDOWN_NOW);
+    opener.join();
+    CHECK_EQ(ran.load(), 0);
+    CHECK_EQ(token.use_count(), 1);
+    CHECK_EQ(queued.ready_count(), 20);
+    int broken = 0;
+    for (auto& f : queued) {
+        try {
+            f.get();
+        } catch (const std::future_error& e) {
+            if (e.code() == std::future_errc::broken_promise) broken++;
+        }
+    }
+    CHECK_EQ(broken, 20);
+
+    // Refused after shutdown and by a moved-from pool: flock::error, callable destroyed once.
+    bool threw = false;
+    try {
+        pool.submit_task([token] { return 1; });
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_SHUTDOWN;
+    }
+    CHECK(threw);
+    CHECK_EQ(token.use_count(), 1);
+    flock::pool a(flock::config().workers(1));
+    flock::pool b(std::move(a));
+    std::atomic<int> destroyed{0}, ran2{0};
+    threw = false;
+    try {
+        a.submit_task(counted_callable(&destroyed, &ran2));
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_NULL;
+    }
+    CHECK(threw);
+    CHECK_EQ(destroyed.load(), 1);
+    b.submit_task(counted_callable(&destroyed, &ran2)).get();
+    CHECK_EQ(ran2.load(), 1);
+    CHECK_EQ(destroyed.load(), 2);
+}
+
+static void test_multi_future() {
+    flock::pool pool(flock::config().workers(3));
+    const int n = 200;
+    flock::multi_future<long> squares;
+    for (int i = 0; i < n; i++) squares.push_back(pool.submit_task([i] { return long(i) * i; }));
+    CHECK(squares.valid());
+    CHECK(squares.wait_for(std::chrono::seconds(30)));
+    CHECK_EQ(squares.ready_count(), n);
+    std::vector<long> got = squares.get();
+    CHECK_EQ(got.size(), n);
+    bool in_order = true;
+    for (int i = 0; i < n; i++) in_order &= got[i] == long(i) * i;
+    CHECK(in_order);
+    CHECK(!squares.valid());  // consumed
+
+    // void tasks; one throws: get() rethrows it after every task has finished.
+    std::atomic<int> finished{0};
+    flock::multi_future<void> work;
+    for (int i = 0; i < 50; i++)
+        work.push_back(pool.submit_task([i, &finished] {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            finished++;
+            if (i == 3) throw std::runtime_error("task 3");
+        }));
+    bool caught = false;
+    try {
+        work.get();
+    } catch (const std::runtime_error& e) {
+        caught = std::string(e.what()) == "task 3";
+    }
+    CHECK(caught);
+    CHECK_EQ(finished.load(), 50);
+
+    // wait_until on the pool and on a set still running.
+    std::atomic<bool> go{false};
+    flock::multi_future<void> held;
+    held.push_back(pool.submit_task([&go] {
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+    CHECK(!held.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
+    CHECK(!pool.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(20)));
+    go = true;
+    CHECK(pool.wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    held.get();
 }
 
 static_assert(std::is_nothrow_copy_constructible_v<flock::config>, "a config copies without throwing");
@@ -377,6 +632,12 @@ int main() {
     RUN(test_errors_throw);
     RUN(test_shutdown_now_destroys_unrun_callables);
     RUN(test_move_only_ownership);
+    RUN(test_moved_from_pool_refuses_heap_callables_once);
+    RUN(test_worker_hooks);
+    RUN(test_submit_task_futures);
+    RUN(test_submit_task_forwards_exceptions);
+    RUN(test_submit_task_dropped_or_refused);
+    RUN(test_multi_future);
     RUN(test_config_lanes_survive_copies);
     RUN(test_submit_to_lanes);
     RUN(test_resize_pause_resume);
