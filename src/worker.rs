@@ -338,9 +338,9 @@ impl WorkerThread {
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
     /// sleep/README.md by waking one more worker if work is still queued (the chain).
     ///
-    /// "Queued" means in any queue, other workers' deques included: a batch steal from a
-    /// shared queue moves jobs into the thief's deque, where only a searcher will find them
-    /// if the thief then runs a long (or blocking) task. Looking only at our own deque and
+    /// "Queued" means in any queue, other workers' deques included: a bundle's entry put back
+    /// on a deque, or jobs a task spawned there, are found only by a searcher if that
+    /// worker then runs a long (or blocking) task. Looking only at our own deque and
     /// the shared queues left such jobs unrun while workers slept (tests/resize.rs, four
     /// tasks that wait for each other on four workers).
     fn stop_searching(&self) {
@@ -475,8 +475,7 @@ impl WorkerThread {
             if let Some(job) = self.take_up(entry, lane, Took::Shared) {
                 return Some(job);
             }
-            // An emptied bundle's entry: look again (the batch steal may have moved more
-            // entries onto our deque).
+            // An emptied bundle's entry: look again.
         }
     }
 
@@ -978,7 +977,7 @@ impl WorkerThread {
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then other
-    /// workers'. Deques also hold jobs a batch steal moved there from the shared queues
+    /// workers'. Deques may also hold jobs put back there while paused from the shared queues
     /// (flag `INJECTED`): those were submitted from outside and wait for `resume`, so they
     /// go back to their lane's shared queue (moved, not copied: nothing lost, nothing run
     /// twice; `resume` wakes every worker).

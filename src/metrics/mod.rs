@@ -61,8 +61,7 @@ pub struct Stats {
     /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
     /// tasks it holds).
     pub stolen: u64,
-    /// Tasks taken from the shared injector queue (counted when a worker takes them up,
-    /// which may be after a batch moved them into its deque).
+    /// Tasks taken from the shared injector queue (counted when a worker takes them up).
     pub from_injector: u64,
     /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`).
     pub local_pushes: u64,
