@@ -1,7 +1,7 @@
 //! Fork-join: `join(a, b)` runs `a` here and offers `b` to thieves.
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, STACK};
-use crate::latch::{self, Latch, Owner};
+use crate::latch::{self, Latch, LatchOwner, LocalOwner, Owner};
 use crate::registry::{Admission, Registry};
 use crate::sync::Arc;
 use crate::worker::WorkerThread;
@@ -12,17 +12,17 @@ use std::thread::Result as TaskResult;
 
 /// A job that lives in its waiter's stack frame. The waiter does not return before the job
 /// ran (the latch is open) or it took the job back, so the frame outlives the job.
-struct StackJob<F, R> {
+struct StackJob<F, R, O> {
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<TaskResult<R>>>,
     latch: Latch,
     /// The thread waiting in this frame: the latch's setter wakes it.
-    owner: Owner,
+    owner: O,
 }
 
-impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+impl<F: FnOnce() -> R + Send, R: Send, O: LatchOwner> StackJob<F, R, O> {
     #[inline]
-    fn new(f: F, owner: Owner) -> Self {
+    fn new(f: F, owner: O) -> Self {
         StackJob {
             func: UnsafeCell::new(Some(f)),
             result: UnsafeCell::new(None),
@@ -42,8 +42,8 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
                 (self as *const Self).cast::<()>(),
             )
         };
-        // SAFETY: `call_stack::<F, R>` reads exactly this address, once.
-        unsafe { Job::from_raw(call_stack::<F, R>, payload, flags | STACK) }
+        // SAFETY: `call_stack::<F, R, O>` reads exactly this address, once.
+        unsafe { Job::from_raw(call_stack::<F, R, O>, payload, flags | STACK) }
     }
 
     fn address(&self) -> *const () {
@@ -65,13 +65,15 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
 }
 
 /// # Safety
-/// `payload`'s first word is the address of a live `StackJob<F, R>` whose job was not run yet.
-unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send>(
+/// `payload`'s first word is the address of a live `StackJob<F, R, O>` whose job was not run
+/// yet.
+unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
     payload: Payload,
     _action: Action,
 ) -> Outcome {
     // SAFETY: see the function's contract.
-    let job = unsafe { &*ptr::read(payload.as_ptr().cast::<*const ()>()).cast::<StackJob<F, R>>() };
+    let job =
+        unsafe { &*ptr::read(payload.as_ptr().cast::<*const ()>()).cast::<StackJob<F, R, O>>() };
     // Both actions run the function: a stack job's owner is blocked on it, so it must never
     // be dropped unrun (and it is not `DISCARDABLE`, so `shutdown_now` never asks).
     // SAFETY: the job is run once; its owner does not touch `func` once the job is out of
@@ -99,7 +101,7 @@ where
     RB: Send,
 {
     // Set by a thief of this pool: no `Arc` clone on the set (`Owner::waker`).
-    let job_b = StackJob::new(b, Owner::of_worker(worker, false));
+    let job_b = StackJob::new(b, LocalOwner::of(worker));
     // SAFETY: this frame does not return before `job_b` ran here or its latch opened.
     worker.push_local(unsafe { job_b.as_job(0) });
     let ra = catch_unwind(AssertUnwindSafe(a));

@@ -146,17 +146,13 @@ impl Owner {
     /// The current thread, as the waiter of a latch that threads of `pool` set.
     pub(crate) fn current(pool: &Registry) -> Owner {
         crate::worker::with_current(|w| match w {
-            Some(w) => Owner::of_worker(w, !w.is_in(pool)),
+            Some(w) => Owner::Worker {
+                registry: w.registry_arc(),
+                index: w.index(),
+                cross: !w.is_in(pool),
+            },
             None => Owner::Thread(thread::current()),
         })
-    }
-
-    pub(crate) fn of_worker(worker: &WorkerThread, cross: bool) -> Owner {
-        Owner::Worker {
-            registry: worker.registry_arc(),
-            index: worker.index(),
-            cross,
-        }
     }
 
     /// What the setter needs to wake this owner after the latch is gone.
@@ -193,6 +189,51 @@ impl Owner {
     }
 }
 
+/// A latch's waiter as its setter sees it: what to read, before the set, to wake it after.
+pub(crate) trait LatchOwner {
+    fn waker(&self) -> Wake;
+}
+
+impl LatchOwner for Owner {
+    #[inline]
+    fn waker(&self) -> Wake {
+        Owner::waker(self)
+    }
+}
+
+/// The owner of a `join`'s stack job on a worker: that worker, of the same pool as every
+/// thread that can run the job (it sits on the worker's own deque). Two words and no drop
+/// glue, so the fork costs no more than it must (`Owner` has a `Thread` to drop).
+#[derive(Clone, Copy)]
+pub(crate) struct LocalOwner {
+    registry: *const Registry,
+    index: usize,
+}
+
+impl LocalOwner {
+    #[inline]
+    pub(crate) fn of(worker: &WorkerThread) -> LocalOwner {
+        LocalOwner {
+            registry: &**worker.registry_arc(),
+            index: worker.index(),
+        }
+    }
+}
+
+impl LatchOwner for LocalOwner {
+    #[inline]
+    fn waker(&self) -> Wake {
+        // As `Owner::Worker` without `cross`: the setter runs a job of this pool.
+        Wake::Local(self.registry, self.index)
+    }
+}
+
+// SAFETY: the pointer is only dereferenced by a setter that runs a job of the pool it points
+// to, which keeps it alive (`Owner::waker`); `Registry` is Sync.
+unsafe impl Send for LocalOwner {}
+// SAFETY: as above; no interior mutability.
+unsafe impl Sync for LocalOwner {}
+
 /// How to wake a latch's sleeping waiter, read out of its `Owner` before the set.
 pub(crate) enum Wake {
     /// A worker of the pool whose job sets the latch (that pool is alive while it runs).
@@ -223,7 +264,7 @@ impl Wake {
 /// # Safety
 /// `latch` and `owner` point to live values that may be freed as soon as the latch is set.
 #[inline]
-pub(crate) unsafe fn set_and_wake(latch: *const Latch, owner: *const Owner) {
+pub(crate) unsafe fn set_and_wake<O: LatchOwner>(latch: *const Latch, owner: *const O) {
     // SAFETY: the caller guarantees both are alive until the set.
     let wake = unsafe { (*owner).waker() };
     // SAFETY: as above.
