@@ -232,8 +232,12 @@ impl Reserve {
         let shard = reg.counters.external();
         if flags & INJECTED != 0 && Registry::paused(reg.control()) {
             // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
-            // find it. A `wait()` that looked at the queues while we held it is told again.
+            // find it. But `resume` may have come between our load and the push, its wake
+            // already spent on workers that looked while we held the job: F1 and the state
+            // test, as for any push to a shared queue. A `wait()` that looked at the queues
+            // while we held it is told again.
             reg.lanes[lane].injector.push(job);
+            reg.sleep.notify_new_work();
             reg.after_finish_off_worker();
             return;
         }
