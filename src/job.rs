@@ -109,6 +109,7 @@ impl Job {
     ///
     /// # Safety
     /// `call` must accept `payload` exactly once, with either action, from any thread.
+    #[inline]
     pub(crate) unsafe fn from_raw(call: CallFn, payload: Payload, flags: u8) -> Job {
         Job {
             call,
@@ -146,6 +147,7 @@ impl Job {
         unsafe { ptr::read(this.payload.as_ptr().cast::<Arc<Bundle>>()) }
     }
 
+    #[inline]
     pub(crate) fn flags(&self) -> u8 {
         self.meta as u8
     }
@@ -166,6 +168,7 @@ impl Job {
     }
 
     /// The address a stack job was built from, if this is one.
+    #[inline]
     pub(crate) fn stack_address(&self) -> Option<*const ()> {
         if self.flags() & STACK == 0 {
             return None;

@@ -211,20 +211,24 @@ pub(crate) fn run(
 
 impl WorkerThread {
     /// The worker's slot index in its pool.
+    #[inline]
     pub(crate) fn index(&self) -> usize {
         self.index
     }
 
     /// The worker's own reference to its pool, alive as long as the worker thread runs.
+    #[inline]
     pub(crate) fn registry_arc(&self) -> &Arc<Registry> {
         &self.registry
     }
 
     /// Whether this worker belongs to `registry`'s pool.
+    #[inline]
     pub(crate) fn is_in(&self, registry: &Registry) -> bool {
         ptr::eq(&*self.registry, registry)
     }
 
+    #[inline]
     fn shard(&self) -> &Shard {
         self.registry.counters.worker(self.index)
     }
@@ -480,6 +484,7 @@ impl WorkerThread {
     }
 
     /// The most recent job on our deque of `lane`; a bundle's entry there is taken up.
+    #[inline]
     fn pop_own(&self, lane: usize) -> Option<Job> {
         loop {
             let job = self.locals[lane].pop()?;
@@ -796,6 +801,7 @@ impl WorkerThread {
 
     /// Pushes a job onto this worker's own deque of the running task's lane: no lock, no
     /// shared read-modify-write.
+    #[inline]
     pub(crate) fn push_local(&self, job: Job) {
         self.locals[self.lane.get()].push(job);
         self.shard().stat_owned(Stat::LocalPushes, 1);
@@ -854,11 +860,13 @@ impl WorkerThread {
 
     /// Pops the most recent job of our own deque of the running task's lane (used by `join`
     /// to take its job back; a bundle's entry there is taken up).
+    #[inline]
     pub(crate) fn pop_local(&self) -> Option<Job> {
         self.pop_own(self.lane.get())
     }
 
     /// The lane of the task running now.
+    #[inline]
     pub(crate) fn lane(&self) -> usize {
         self.lane.get()
     }

@@ -105,6 +105,7 @@ impl Shard {
 
     /// Adds `n` to a counter of a shard that only the calling thread writes (a worker's own):
     /// a plain load and store, no read-modify-write.
+    #[inline]
     pub(crate) fn add_owned(&self, c: Proto, n: u64) {
         let a = &self.proto[c as usize];
         // Release: pairs with the Acquire loads in `Counters::outstanding`, so a reader that
@@ -143,6 +144,7 @@ impl Shard {
     /// Adds to a statistic of a shard only the calling thread writes. Compiled to nothing
     /// without the `metrics` feature (the benchmarks measure the difference), except
     /// `Submitted`, from which `Stats::in_flight` is derived.
+    #[inline]
     pub(crate) fn stat_owned(&self, s: Stat, n: u64) {
         if cfg!(feature = "metrics") || s == Stat::Submitted {
             let a = &self.stats[s as usize];
@@ -158,6 +160,7 @@ impl Shard {
     }
 
     /// Adds to a lane statistic of a shard only the calling thread writes.
+    #[inline]
     pub(crate) fn lane_owned(&self, s: LaneStat, lane: usize, n: u64) {
         if cfg!(feature = "metrics") || s == LaneStat::Claimed {
             let a = &self.lanes[lane][s as usize];
@@ -222,6 +225,7 @@ impl Counters {
         }
     }
 
+    #[inline]
     pub(crate) fn worker(&self, index: usize) -> &Shard {
         &self.workers[index]
     }
