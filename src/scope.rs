@@ -4,7 +4,7 @@ use crate::job::{Job, Outcome, COUNTED};
 use crate::latch::Latch;
 use crate::registry::{Admission, Registry};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-use crate::unwind::drop_payload;
+use crate::unwind::{drop_payload, UntilPanic};
 use crate::Backpressure;
 use std::any::Any;
 use std::marker::PhantomData;
@@ -88,6 +88,11 @@ impl<'scope> Scope<'scope> {
     /// one, but queued together: one count and one wake-up call per batch rather than per
     /// task (what [`Pool::for_each`](crate::Pool::for_each) uses).
     ///
+    /// # Panics
+    /// If `tasks` panics, the tasks it yielded before are spawned all the same, and the panic
+    /// then propagates from here (out of the scope's body or task, so the scope re-raises it
+    /// once every task has finished).
+    ///
     /// ```
     /// let pool = flock::Pool::new();
     /// let mut parts = vec![0u64; 8];
@@ -99,15 +104,24 @@ impl<'scope> Scope<'scope> {
         I: IntoIterator<Item = F>,
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let jobs = tasks.into_iter().map(|f| self.make_job(f));
-        let rest = crate::worker::with_current(|w| match w {
+        let mut tasks = UntilPanic::new(tasks.into_iter());
+        let mut jobs = tasks.by_ref().map(|f| self.make_job(f));
+        let outside = crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(&self.registry) => {
-                w.submit_local_batch(jobs, None);
-                None
+                w.submit_local_batch(&mut jobs, None);
+                false
             }
-            _ => Some(jobs),
+            _ => true,
         });
-        let Some(mut jobs) = rest else { return };
+        if outside {
+            self.spawn_batch_from_outside(jobs);
+        }
+        // What the iterator yielded before it panicked is spawned: the scope waits for it.
+        tasks.resume();
+    }
+
+    #[cold]
+    fn spawn_batch_from_outside(&self, mut jobs: impl Iterator<Item = Job>) {
         let mut batch = Vec::with_capacity(crate::pool::BATCH);
         loop {
             batch.extend(jobs.by_ref().take(crate::pool::BATCH));
@@ -123,7 +137,7 @@ impl<'scope> Scope<'scope> {
             );
             if admitted.is_err() {
                 // Shut down: run the rest here, uncounted, so the scope still completes.
-                for job in batch.drain(..).chain(jobs.by_ref()) {
+                for job in batch.drain(..).chain(jobs) {
                     let _ = job.run();
                 }
                 return;
