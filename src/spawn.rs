@@ -8,7 +8,7 @@ use crate::sync::{Arc, AtomicU8, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
 use crate::{JoinError, RejectReason};
 use std::cell::UnsafeCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc as CellArc;
 
@@ -234,6 +234,11 @@ impl<T> JoinHandle<T> {
     /// [`JoinError::Cancelled`], and `true` is returned. Returns `false` if the task already
     /// started (or ended).
     ///
+    /// # Panics
+    /// If the closure's destructor panics, that panic propagates from here, after the task
+    /// was counted dropped and its handle finished (`join` returns `Cancelled`): the
+    /// destructor ran on this thread, as a plain `drop` of the closure would.
+    ///
     /// ```
     /// use std::sync::mpsc;
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -256,13 +261,20 @@ impl<T> JoinHandle<T> {
         {
             return false;
         }
-        // SAFETY: we moved the state out of PENDING, so the closure is ours.
-        unsafe { self.cell.drop_func() };
+        // The closure is the user's: its destructor may panic. Caught, so that the task is
+        // counted and its latch opened whatever happens, then re-raised to our caller.
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: we moved the state out of PENDING, so the closure is ours.
+            unsafe { self.cell.drop_func() }
+        }));
         let shard = self.registry.counters.external();
         shard.add_shared(Proto::Dropped, 1);
         self.registry.after_finish_off_worker();
         // SAFETY: `self.cell` keeps the latch alive.
         unsafe { Latch::set(&header.latch) };
+        if let Err(payload) = dropped {
+            resume_unwind(payload);
+        }
         true
     }
 }
