@@ -5,6 +5,7 @@ use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::Arc;
+use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
 use crate::{
     BatchError, Lane, LaneId, PoolBuilder, RejectReason, ResizeError, SubmitError, WaitError,
@@ -185,6 +186,10 @@ impl Pool {
     /// to each task that does not fit. From one of the pool's tasks, they all go to the
     /// worker's own deque.
     ///
+    /// # Panics
+    /// If `tasks` panics, the tasks it yielded before are submitted all the same (admitted,
+    /// counted and run as above), and the panic then propagates from here.
+    ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
@@ -233,13 +238,27 @@ impl Pool {
         I: IntoIterator,
         I::Item: FnOnce() + Send + 'static,
     {
-        let mut tasks = tasks.into_iter();
+        let mut tasks = UntilPanic::new(tasks.into_iter());
         let local = self.own_worker(|w| {
             w.map(|w| w.submit_local_batch(tasks.by_ref().map(fire_and_forget), lane))
         });
-        if let Some(n) = local {
-            return Ok(n);
-        }
+        let result = match local {
+            Some(n) => Ok(n),
+            None => self.batch_from_outside(lane, &mut tasks),
+        };
+        // What the iterator yielded before it panicked is submitted (and counted).
+        tasks.resume();
+        result
+    }
+
+    fn batch_from_outside<T>(
+        &self,
+        lane: Option<usize>,
+        tasks: &mut impl Iterator<Item = T>,
+    ) -> Result<usize, BatchError<T>>
+    where
+        T: FnOnce() + Send + 'static,
+    {
         let reg = &self.registry;
         let lane = self.registry.outside_lane(lane);
         let mut batch = Vec::with_capacity(BATCH);
@@ -250,14 +269,15 @@ impl Pool {
                 return Ok(accepted);
             }
             let offered = batch.len();
-            match Registry::admit_batch(reg, lane, reg.cfg.when_full, &mut batch, fire_and_forget) {
+            let admission = Admission::Bounded(reg.cfg.when_full);
+            match Registry::admit_batch(reg, lane, admission, &mut batch, fire_and_forget) {
                 Ok(n) => accepted += n,
                 Err(reason) => {
                     accepted += offered - batch.len();
                     // Never offered to the pool, handed back all the same: counted refused
                     // like the rest, so the refusal counters match what comes back.
                     let before = batch.len();
-                    batch.extend(tasks);
+                    batch.extend(tasks.by_ref());
                     reg.count_refused(reason, (batch.len() - before) as u64);
                     return Err(BatchError::new(accepted, reason, batch));
                 }
@@ -417,7 +437,9 @@ impl Pool {
     /// Runs `a` and `b`, potentially in parallel, and returns both results. On a worker, `b`
     /// goes on the worker's deque where an idle worker can steal it while `a` runs inline;
     /// from outside, the whole join runs on a worker while the caller blocks. A panic in either
-    /// is re-raised after both finished.
+    /// is re-raised after both finished. After [`shutdown`](Pool::shutdown), a join from
+    /// outside runs `a` then `b` on the caller; they are not the pool's tasks then, and no
+    /// counter of [`stats`](Pool::stats) counts them (neither submitted nor rejected).
     ///
     /// ```
     /// fn fib(pool: &flock::Pool, n: u64) -> u64 {

@@ -100,13 +100,30 @@ pub(crate) enum Route {
     Helper,
 }
 
-/// How admission treats a full queue.
+/// How admission treats a full queue, and a closed pool.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Admission {
-    /// Capacity applies; a full queue is handled by this policy.
+    /// Capacity applies; a full queue is handled by this policy. A refused task goes back
+    /// to the submitter and is counted refused.
     Bounded(Backpressure),
-    /// Capacity does not apply (internal jobs whose caller blocks on them anyway).
+    /// A scope's task: capacity applies, with `CallerRuns`. After shutdown the scope runs
+    /// the task on its caller instead (so that the scope completes): not a refusal, and
+    /// not a task of the pool either, so no counter counts it.
+    Scoped,
+    /// Capacity does not apply (`join` from outside, whose caller blocks on it anyway).
+    /// After shutdown the caller runs the job itself, counted nowhere, as for `Scoped`.
     Unbounded,
+}
+
+impl Admission {
+    /// The policy for a full queue; `None` when capacity does not apply.
+    fn policy(self) -> Option<Backpressure> {
+        match self {
+            Admission::Bounded(policy) => Some(policy),
+            Admission::Scoped => Some(Backpressure::CallerRuns),
+            Admission::Unbounded => None,
+        }
+    }
 }
 
 pub(crate) struct Registry {
@@ -231,9 +248,9 @@ impl Registry {
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
         if !shard.enter_shared() {
-            return Err(self.revoke(shard, RejectReason::Shutdown));
+            return Err(self.refuse_closed(shard, admission, 1));
         }
-        let Admission::Bounded(policy) = admission else {
+        let Some(policy) = admission.policy() else {
             return Ok(Route::Queue { reserved: false });
         };
         if self.cfg.capacity == usize::MAX {
@@ -317,6 +334,18 @@ impl Registry {
         self.revoke_n(shard, reason, 1)
     }
 
+    /// Takes back `n` entries refused because the pool is closed. Counted refused only when
+    /// they go back to the submitter: a scope's or a `join`'s caller runs them itself.
+    #[cold]
+    fn refuse_closed(&self, shard: &Shard, admission: Admission, n: u64) -> RejectReason {
+        if let Admission::Bounded(_) = admission {
+            return self.revoke_n(shard, RejectReason::Shutdown, n);
+        }
+        shard.add_shared(Proto::Revoked, n);
+        self.after_finish_off_worker();
+        RejectReason::Shutdown
+    }
+
     /// Takes back `n` entries the pool will not run.
     #[cold]
     fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
@@ -352,7 +381,7 @@ impl Registry {
     pub(crate) fn admit_batch<T>(
         this: &Arc<Registry>,
         lane: usize,
-        policy: Backpressure,
+        admission: Admission,
         batch: &mut Vec<T>,
         mut make: impl FnMut(T) -> Job,
     ) -> Result<usize, RejectReason> {
@@ -362,8 +391,11 @@ impl Registry {
         }
         let shard = this.counters.external();
         if !shard.enter_shared_n(k as u64) {
-            return Err(this.revoke_n(shard, RejectReason::Shutdown, k as u64));
+            return Err(this.refuse_closed(shard, admission, k as u64));
         }
+        let policy = admission
+            .policy()
+            .expect("flock: a batch from outside is bounded");
         let reserved = this.try_reserve_up_to(k);
         // Counted before any is queued, as `dispatch` does: a reader that sees a task end
         // sees its acceptance.
@@ -703,6 +735,13 @@ impl Registry {
             }),
             None => drop_payload(payload),
         }
+    }
+
+    /// The index of the calling thread if it is one of our workers, for `report_panic`.
+    pub(crate) fn worker_here(&self) -> Option<usize> {
+        crate::worker::with_current(|w| w.is_some_and(|w| w.is_in(self)))
+            .then(crate::worker::current_worker_index)
+            .flatten()
     }
 
     /// After something other than a worker changed the outstanding count: tell waiters, and

@@ -5,7 +5,6 @@ use crate::latch::Latch;
 use crate::registry::{Admission, Registry};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::{drop_payload, UntilPanic};
-use crate::Backpressure;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -53,7 +52,8 @@ impl<'scope> Scope<'scope> {
     /// Runs `f` on the pool; it may borrow anything that outlives the scope, and it may spawn
     /// more tasks into the same scope. From outside the pool, when the queue is full the task
     /// runs on the calling thread (as `CallerRuns`), and after shutdown it runs there too, so a
-    /// scope always completes.
+    /// scope always completes. A task run there after shutdown is not the pool's: no counter
+    /// of [`Pool::stats`](crate::Pool::stats) counts it (neither submitted nor rejected).
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -128,15 +128,11 @@ impl<'scope> Scope<'scope> {
             if batch.is_empty() {
                 return;
             }
-            let admitted = Registry::admit_batch(
-                &self.registry,
-                0,
-                Backpressure::CallerRuns,
-                &mut batch,
-                |job| job,
-            );
+            let admitted =
+                Registry::admit_batch(&self.registry, 0, Admission::Scoped, &mut batch, |job| job);
             if admitted.is_err() {
-                // Shut down: run the rest here, uncounted, so the scope still completes.
+                // Shut down: run the rest here, counted nowhere (`Admission::Scoped`), so
+                // the scope still completes.
                 for job in batch.drain(..).chain(jobs) {
                     let _ = job.run();
                 }
@@ -176,15 +172,13 @@ impl<'scope> Scope<'scope> {
     #[cold]
     fn submit_from_outside(&self, job: Job) {
         let shard = self.registry.counters.external();
-        match self
-            .registry
-            .admit(shard, Admission::Bounded(Backpressure::CallerRuns))
-        {
+        match self.registry.admit(shard, Admission::Scoped) {
             Ok(route) => {
                 let lane = self.registry.outside_lane(None);
                 Registry::dispatch(&self.registry, shard, route, job, lane)
             }
-            // Shut down: run it here, uncounted, so the scope still completes.
+            // Shut down: run it here, counted nowhere (`Admission::Scoped`), so the scope
+            // still completes.
             Err(_) => {
                 let _ = job.run();
             }

@@ -29,6 +29,9 @@ struct Header<T> {
     state: AtomicU8,
     result: UnsafeCell<Option<std::thread::Result<T>>>,
     latch: Latch,
+    /// The pool: its handle waits through it, and a detached task's result is dropped with
+    /// its panic handler at hand (`release_finished`).
+    registry: Arc<Registry>,
 }
 
 struct SpawnCell<F, T> {
@@ -75,6 +78,7 @@ where
             state: AtomicU8::new(PENDING),
             result: UnsafeCell::new(None),
             latch: Latch::new(),
+            registry: registry.clone(),
         },
         func: UnsafeCell::new(Some(f)),
     });
@@ -88,11 +92,7 @@ where
     };
     // SAFETY: `call_spawn::<F, T>` takes back exactly the `Arc` leaked just above.
     let job = unsafe { Job::from_raw(call_spawn::<F, T>, payload, COUNTED | DISCARDABLE) };
-    let handle = JoinHandle {
-        cell,
-        registry: registry.clone(),
-    };
-    (job, handle)
+    (job, JoinHandle { cell })
 }
 
 /// # Safety
@@ -139,12 +139,35 @@ where
     header.state.store(DONE, Ordering::Release);
     // SAFETY: `cell` (an `Arc`) keeps the latch alive.
     unsafe { Latch::set(&header.latch) };
+    release_finished(cell);
     outcome
+}
+
+/// Lets go of the running side's handle on a finished task's cell. When the task is
+/// detached (its `JoinHandle` is gone), ours is the last handle, and the value nobody will
+/// take (or the panic payload) is dropped here. Its destructor is the user's: a panic in it is
+/// caught and passed to the pool's panic handler, and the task still counts as completed,
+/// which it did (the value was made).
+fn release_finished<F, T>(cell: CellArc<SpawnCell<F, T>>) {
+    // `into_inner`, not `drop`: of the handle's drop and this call, exactly one ends the
+    // cell's life, and only this one hands it to us whole.
+    let Some(cell) = CellArc::into_inner(cell) else {
+        return;
+    };
+    let Header {
+        result, registry, ..
+    } = cell.header;
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(result))) {
+        registry.report_panic(registry.worker_here(), payload);
+    }
 }
 
 /// An owned permission to wait for a spawned task and take its value.
 ///
-/// Dropping the handle detaches the task: it still runs.
+/// Dropping the handle detaches the task: it still runs. A detached task's value is dropped
+/// where the task ran; if its destructor panics, the panic goes to the pool's
+/// [`panic_handler`](crate::PoolBuilder::panic_handler) and the task still counts as
+/// completed in [`Stats`](crate::Stats) (it ran to its end).
 ///
 /// ```
 /// let pool = flock::Pool::new();
@@ -156,7 +179,6 @@ where
 /// ```
 pub struct JoinHandle<T> {
     cell: CellArc<dyn TaskCell<T>>,
-    registry: Arc<Registry>,
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
@@ -181,6 +203,7 @@ impl<T: Send + 'static> JoinHandle<T> {
                 state: AtomicU8::new(state),
                 result: UnsafeCell::new(None),
                 latch: Latch::new(),
+                registry: registry.clone(),
             },
             func: UnsafeCell::new(None),
         };
@@ -188,7 +211,6 @@ impl<T: Send + 'static> JoinHandle<T> {
         unsafe { Latch::set(&cell.header.latch) };
         JoinHandle {
             cell: CellArc::new(cell),
-            registry: registry.clone(),
         }
     }
 }
@@ -202,7 +224,7 @@ impl<T> JoinHandle<T> {
         let header = self.cell.header();
         if !header.latch.probe() {
             crate::worker::with_current(|w| match w {
-                Some(w) if w.is_in(&self.registry) => w.wait_until(&header.latch),
+                Some(w) if w.is_in(&header.registry) => w.wait_until(&header.latch),
                 _ => header.latch.wait(),
             });
         }
@@ -267,9 +289,9 @@ impl<T> JoinHandle<T> {
             // SAFETY: we moved the state out of PENDING, so the closure is ours.
             unsafe { self.cell.drop_func() }
         }));
-        let shard = self.registry.counters.external();
-        shard.add_shared(Proto::Dropped, 1);
-        self.registry.after_finish_off_worker();
+        let registry = &header.registry;
+        registry.counters.external().add_shared(Proto::Dropped, 1);
+        registry.after_finish_off_worker();
         // SAFETY: `self.cell` keeps the latch alive.
         unsafe { Latch::set(&header.latch) };
         if let Err(payload) = dropped {
