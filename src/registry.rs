@@ -15,16 +15,19 @@ use crate::sync::{
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
 use crate::{RejectReason, ResizeError};
 use crossbeam_utils::CachePadded;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 facade_thread_local! {
-    /// On a thread that is not a worker, while it runs a pool's task (`run_off_worker`: the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): that pool's registry
-    /// address and the task's lane, so that what the task submits without naming a lane
-    /// inherits it, as on a worker. `(0, 0)` otherwise.
-    static OFF_WORKER_LANE: Cell<(usize, usize)> = Cell::new((0, 0));
+    /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): for each such task,
+    /// the innermost last, its pool's registry address and its lane. What a task submits
+    /// without naming a lane inherits the lane, as on a worker, and waiting for any pool
+    /// listed would wait for a task of our own. A stack, not one entry: a task run here may
+    /// submit to another pool that runs that task here too (`CallerRuns` in both), and
+    /// inside it both pools are ours.
+    static OFF_WORKER: RefCell<Vec<(usize, usize)>> = RefCell::new(Vec::new());
 }
 
 const RUNNING: u8 = 0;
@@ -622,16 +625,17 @@ impl Registry {
     }
 
     /// The lane of a task submitted from a thread that is not one of our workers, when the
-    /// caller named `lane` (or not): the lane of the task this thread runs for us off the
-    /// workers, if any, else the first.
+    /// caller named `lane` (or not): the lane of the innermost task this thread runs for us
+    /// off the workers, if any, else the first.
     pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
         lane.unwrap_or_else(|| {
-            let (registry, lane) = OFF_WORKER_LANE.with(Cell::get);
-            if registry == ptr_id(self) {
-                lane
-            } else {
-                0
-            }
+            let id = ptr_id(self);
+            OFF_WORKER
+                .with(|stack| {
+                    let stack = stack.borrow();
+                    stack.iter().rev().find(|&&(r, _)| r == id).map(|&(_, l)| l)
+                })
+                .unwrap_or(0)
         })
     }
 
@@ -642,9 +646,9 @@ impl Registry {
             .as_ref()
             .map(|l| (l, job.queued_at_ns(), self.now_ns()));
         let counted = job.flags() & COUNTED != 0;
-        let outer = OFF_WORKER_LANE.with(|c| c.replace((ptr_id(self), lane)));
+        OFF_WORKER.with(|stack| stack.borrow_mut().push((ptr_id(self), lane)));
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
-        OFF_WORKER_LANE.with(|c| c.set(outer));
+        OFF_WORKER.with(|stack| stack.borrow_mut().pop());
         let end = match result {
             Ok(Outcome::Done) => Proto::Completed,
             Ok(Outcome::Panicked) => Proto::Panicked,
@@ -1096,7 +1100,8 @@ impl Registry {
     /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
     /// from there would wait for that task itself.
     pub(crate) fn runs_task_off_worker_here(&self) -> bool {
-        OFF_WORKER_LANE.with(Cell::get).0 == ptr_id(self)
+        let id = ptr_id(self);
+        OFF_WORKER.with(|stack| stack.borrow().iter().any(|&(r, _)| r == id))
     }
 
     pub(crate) fn note_dropped_by_shutdown(&self) {
@@ -1158,7 +1163,7 @@ impl Registry {
     }
 }
 
-/// A registry's address, as `OFF_WORKER_LANE` keeps it (never 0).
+/// A registry's address, as `OFF_WORKER` keeps it.
 fn ptr_id(registry: &Registry) -> usize {
     std::ptr::from_ref(registry) as usize
 }
