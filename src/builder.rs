@@ -291,7 +291,10 @@ impl PoolBuilder {
         self
     }
 
-    /// Names worker threads. Default `flock-worker-{i}`.
+    /// Names worker threads. Default `flock-worker-{i}`. Called once per worker started, by
+    /// [`build`](PoolBuilder::build) and [`Pool::resize`]; if it panics, the worker is not
+    /// started and they return [`BuildError::ThreadNamePanicked`] (having stopped the
+    /// workers started before) and [`ResizeError::ThreadNamePanicked`] (keeping them).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).thread_name(|i| format!("db-{i}")).build().unwrap();
@@ -624,6 +627,9 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
             let err = match e {
                 ResizeError::ThreadSpawn(e) => BuildError::ThreadSpawn(e),
                 ResizeError::PinFailed { worker, core } => BuildError::PinFailed { worker, core },
+                ResizeError::ThreadNamePanicked { worker, message } => {
+                    BuildError::ThreadNamePanicked { worker, message }
+                }
                 other => unreachable!("a new pool's first start cannot fail with {other:?}"),
             };
             registry.begin_shutdown(false);

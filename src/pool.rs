@@ -619,7 +619,9 @@ impl Pool {
     /// # Errors
     /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond
     /// [`PoolBuilder::max_workers`], [`ResizeError::Shutdown`]; when the OS refuses a thread
-    /// or a pinning, the workers below the failed one stay and the error says which.
+    /// or a pinning, or the [`thread_name`](PoolBuilder::thread_name) callback panics, the
+    /// workers below the failed one stay, [`workers`](Pool::workers) counts them, and the
+    /// error says which.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();

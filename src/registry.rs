@@ -12,7 +12,7 @@ use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{
     facade_thread_local, fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering,
 };
-use crate::unwind::{call_guarded, drop_payload, TaskPanic};
+use crate::unwind::{call_guarded, drop_payload, payload_message, TaskPanic};
 use crate::{RejectReason, ResizeError};
 use crossbeam_utils::CachePadded;
 use std::cell::RefCell;
@@ -922,8 +922,11 @@ impl Registry {
         for &i in &start {
             let core = this.cfg.cores.as_ref().map(|c| c[i]);
             let (reg, report) = (this.clone(), startup.clone());
-            let thread = thread::spawn((this.cfg.thread_name)(i), this.cfg.stack_size, move || {
-                crate::worker::run(reg, i, core, move |pinned| report.report(i, pinned))
+            let thread = this.thread_name(i).and_then(|name| {
+                thread::spawn(name, this.cfg.stack_size, move || {
+                    crate::worker::run(reg, i, core, move |pinned| report.report(i, pinned))
+                })
+                .map_err(ResizeError::ThreadSpawn)
             });
             match thread {
                 Ok(handle) => {
@@ -939,7 +942,7 @@ impl Registry {
                     this.shown.store(slots.shown(), Ordering::Relaxed);
                     drop(slots);
                     this.workers_gone(start.len() - spawned);
-                    failure = Some((i, ResizeError::ThreadSpawn(e)));
+                    failure = Some((i, e));
                     break;
                 }
             }
@@ -961,6 +964,21 @@ impl Registry {
                 Err(err)
             }
         }
+    }
+
+    /// Worker `index`'s thread name, from the user's callback, guarded: its panic must not
+    /// unwind through `resize` with slots marked `Starting` and counted in `live`.
+    fn thread_name(&self, index: usize) -> Result<String, ResizeError> {
+        catch_unwind(AssertUnwindSafe(|| (self.cfg.thread_name)(index))).map_err(|payload| {
+            let message = payload_message(&*payload)
+                .unwrap_or("<non-string payload>")
+                .to_owned();
+            drop_payload(payload);
+            ResizeError::ThreadNamePanicked {
+                worker: index,
+                message,
+            }
+        })
     }
 
     /// Starts the lane reserve's thread, if the pool has one (once, at build). Its handle

@@ -1,0 +1,77 @@
+//! User callbacks run guarded: a `thread_name` callback that panics makes `build` fail with
+//! an error (stopping the workers it started) and `resize` fail with one (keeping the
+//! workers below the failed one, and a worker count that matches them).
+
+mod common;
+
+use common::watchdog;
+use flock::{BuildError, Pool, ResizeError};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// Names workers, panicking for index `from` and above.
+fn names_until(from: usize) -> impl Fn(usize) -> String + Send + Sync + 'static {
+    move |i| {
+        assert!(i < from, "no name for worker {i}");
+        format!("named-{i}")
+    }
+}
+
+#[test]
+fn build_with_a_panicking_thread_name_fails_and_stops_what_it_started() {
+    watchdog(30, "build with a panicking thread_name", || {
+        let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (s, t) = (started.clone(), stopped.clone());
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            Pool::builder()
+                .workers(4)
+                .thread_name(names_until(2))
+                .on_worker_start(move |_| {
+                    s.fetch_add(1, SeqCst);
+                })
+                .on_worker_stop(move |_| {
+                    t.fetch_add(1, SeqCst);
+                })
+                .build()
+        }))
+        .expect("build returns, it does not unwind");
+        match built {
+            Err(BuildError::ThreadNamePanicked { worker, message }) => {
+                assert_eq!(worker, 2);
+                assert_eq!(message, "no name for worker 2");
+            }
+            other => panic!("expected ThreadNamePanicked, got {other:?}"),
+        }
+        // The two workers started before the failure were stopped and joined.
+        assert_eq!((started.load(SeqCst), stopped.load(SeqCst)), (2, 2));
+    });
+}
+
+#[test]
+fn resize_with_a_panicking_thread_name_keeps_a_consistent_count() {
+    watchdog(30, "resize with a panicking thread_name", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .max_workers(4)
+            .thread_name(names_until(2))
+            .build()
+            .unwrap();
+        let resized = catch_unwind(AssertUnwindSafe(|| pool.resize(3)))
+            .expect("resize returns, it does not unwind");
+        match resized {
+            Err(ResizeError::ThreadNamePanicked { worker, .. }) => assert_eq!(worker, 2),
+            other => panic!("expected ThreadNamePanicked, got {other:?}"),
+        }
+        assert_eq!(pool.workers(), 2, "the worker below the failed one stays");
+        let names: Vec<_> = (0..20)
+            .map(|_| pool.spawn(|| std::thread::current().name().map(str::to_owned)))
+            .collect();
+        for name in names {
+            let name = name.join().unwrap().unwrap();
+            assert!(name == "named-0" || name == "named-1", "{name}");
+        }
+        assert_eq!(pool.stats().per_worker.len(), 2);
+        pool.shutdown().unwrap();
+    });
+}
