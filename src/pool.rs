@@ -466,8 +466,11 @@ impl Pool {
 
     /// Blocks until every task accepted so far has finished (or was dropped); the pool stays
     /// open. Tasks submitted concurrently with the call may or may not be waited for, and a
-    /// steady stream of them can delay the return: `wait` returns when it observes the pool
-    /// with nothing outstanding.
+    /// steady stream of them can delay the return: `wait` returns once the pool has been seen
+    /// with nothing outstanding at some moment after the call began (by this call, another
+    /// `wait`er, or the worker that finished the last task). So concurrent `wait`ers all
+    /// return for the same quiet moment, even when the first to return submits more work
+    /// at once.
     ///
     /// # Errors
     /// [`WaitError::WouldDeadlock`] when called from one of the pool's own tasks;

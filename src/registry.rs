@@ -160,8 +160,12 @@ pub(crate) struct Registry {
     /// Started tasks a worker may hold back before giving their `pending` units back.
     pub(crate) flush_threshold: usize,
     shutdown: AtomicU8,
+    /// Threads in `wait_quiescent`.
     waiters: AtomicUsize,
-    wait_lock: Mutex<()>,
+    /// The quiet generation: how many times a thread holding this lock saw nothing
+    /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
+    /// whose generation moved on returns, whatever the pool does since.
+    wait_lock: Mutex<u64>,
     wait_cond: Condvar,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
@@ -233,7 +237,7 @@ impl Registry {
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
             waiters: AtomicUsize::new(0),
-            wait_lock: Mutex::new(()),
+            wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
@@ -766,24 +770,49 @@ impl Registry {
         self.waiters.load(Ordering::Relaxed) > 0
     }
 
+    /// Threads blocked in `wait_quiescent` now (`Stats::waiters`).
+    pub(crate) fn waiters(&self) -> usize {
+        self.waiters.load(Ordering::Relaxed)
+    }
+
+    /// Wakes the waiters to re-check, first starting a new quiet generation if the pool is
+    /// quiet now: then every one of them returns, also if one that returns first submits
+    /// more work before the others run again.
     #[cold]
     pub(crate) fn notify_waiters(&self) {
-        let _guard = self.wait_lock.lock();
+        let mut generation = self.wait_lock.lock();
+        if self.counters.outstanding() == 0 {
+            *generation += 1;
+        }
         self.wait_cond.notify_all();
     }
 
-    /// Blocks until no task is outstanding, or `deadline` passes, or (with `stop_if_paused`)
-    /// the pool is paused while tasks wait in a queue.
+    /// Blocks until the pool has been seen with no task outstanding since the call (by this
+    /// thread, another waiter or a worker: see `notify_waiters`), or `deadline` passes, or
+    /// (with `stop_if_paused`) the pool is paused while tasks wait in a queue.
     pub(crate) fn wait_quiescent(&self, deadline: Option<Instant>, stop_if_paused: bool) -> Quiet {
         if self.counters.outstanding() == 0 {
+            // Quiet now: if others wait, they may return for it too.
+            if self.has_waiters() {
+                self.notify_waiters();
+            }
             return Quiet::Done;
         }
         let mut guard = self.wait_lock.lock();
         // SeqCst: pairs with the fence in `Worker::go_idle` / `after_finish_off_worker`.
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        // Read under `wait_lock`, as it is only changed under it: a later generation means a
+        // thread saw the pool quiet after we registered.
+        let registered = *guard;
         let mut timed_out = false;
         let done = loop {
+            if *guard != registered {
+                break Quiet::Done;
+            }
             if self.counters.outstanding() == 0 {
+                // Quiet: a new generation for the other waiters (see `notify_waiters`).
+                *guard += 1;
+                self.wait_cond.notify_all();
                 break Quiet::Done;
             }
             // Paused with tasks waiting in a queue: they would not start before a resume.

@@ -75,6 +75,9 @@ pub struct Stats {
     pub wakeups: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
+    /// Threads blocked in [`wait`](crate::Pool::wait) or
+    /// [`wait_timeout`](crate::Pool::wait_timeout) now.
+    pub waiters: usize,
     /// Tasks waiting in a queue (the injector plus every worker's deque).
     pub queued: u64,
     /// The bound on queued tasks from outside (`usize::MAX`: none).
@@ -290,6 +293,7 @@ impl Registry {
             local_pushes: stat(Stat::LocalPushes),
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
+            waiters: self.waiters(),
             in_flight,
             queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,
