@@ -23,6 +23,12 @@ pub(crate) const BATCH: usize = 256;
 /// number of threads. Dropping it shuts it down gracefully: queued tasks run, then every
 /// thread is joined, so no thread outlives the pool.
 ///
+/// **After `fork()`** the child process has none of the pool's threads: a `Pool` built
+/// before the fork is unusable in the child. Tasks submitted there queue and never run, and
+/// `join`, `wait`, `shutdown` and the pool's drop block for good. Do not use it in the
+/// child, and [`std::mem::forget`] it rather than drop it there (or `exec` at once). Only the
+/// [`global`](crate::global) pool is rebuilt in the child, on first use.
+///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
