@@ -339,7 +339,9 @@ impl PoolBuilder {
     }
 
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
-    /// is caught and printed.
+    /// is caught and printed. From the hook of a worker that retires (after a shrinking
+    /// [`Pool::resize`]), `resize` returns [`ResizeError::WouldDeadlock`]: it would wait for
+    /// that worker to leave.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -625,6 +627,7 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {
+                // (`WouldDeadlock` needs a retiring worker: none exists yet.)
                 ResizeError::ThreadSpawn(e) => BuildError::ThreadSpawn(e),
                 ResizeError::PinFailed { worker, core } => BuildError::PinFailed { worker, core },
                 ResizeError::ThreadNamePanicked { worker, message } => {

@@ -181,6 +181,10 @@ pub enum ResizeError {
         /// The core it was to be pinned to.
         core: usize,
     },
+    /// Called from the [`on_worker_stop`](crate::PoolBuilder::on_worker_stop) hook of a
+    /// worker that is retiring: a resize waits for retiring workers to leave, that one
+    /// included, so it would never return. Nothing was changed.
+    WouldDeadlock,
     /// The [`thread_name`](crate::PoolBuilder::thread_name) callback panicked for a new
     /// worker; that worker was not started, the workers started before it keep running.
     ThreadNamePanicked {
@@ -206,6 +210,9 @@ impl fmt::Display for ResizeError {
             ResizeError::PinFailed { worker, core } => {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
             }
+            ResizeError::WouldDeadlock => f.write_str(
+                "resize() from the on_worker_stop hook of a retiring worker would wait for that worker itself",
+            ),
             ResizeError::ThreadNamePanicked { worker, message } => {
                 write!(f, "the thread_name callback panicked for worker {worker}: {message}")
             }

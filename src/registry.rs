@@ -181,7 +181,9 @@ impl Registry {
     /// A registry with every slot idle; `Registry::resize` starts the workers.
     pub(crate) fn new(cfg: Config) -> Registry {
         let slots = cfg.max_workers;
-        let per_worker = cfg.capacity / (32 * cfg.workers);
+        // From `max_workers`, not the starting count: held-back units may overstate the queue
+        // by `flush_threshold × workers`, which must stay small at any size (`resize`).
+        let per_worker = cfg.capacity / (32 * cfg.max_workers);
         let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
             .map(|_| {
                 cfg.lanes
@@ -913,6 +915,9 @@ impl Registry {
                 max: this.cfg.max_workers,
             });
         }
+        if this.retiring_here() {
+            return Err(ResizeError::WouldDeadlock);
+        }
         let _one_at_a_time = this.resizing.lock();
         let mut slots = this.slots.lock();
         if this.is_shutdown() {
@@ -993,6 +998,15 @@ impl Registry {
                 Err(err)
             }
         }
+    }
+
+    /// Whether the calling thread is one of our workers, retiring: it is in its
+    /// `on_worker_stop` hook, the only user code a retiring worker runs. A resize waits for
+    /// retiring workers to leave (and for a resize that may be doing so), so from there it
+    /// would wait for itself.
+    fn retiring_here(&self) -> bool {
+        self.worker_here()
+            .is_some_and(|i| self.slots.lock().state[i] == SlotState::Retiring)
     }
 
     /// Worker `index`'s thread name, from the user's callback, guarded: its panic must not

@@ -128,8 +128,12 @@ impl<'scope> Scope<'scope> {
             if batch.is_empty() {
                 return;
             }
+            // The lane `spawn` would use: that of the task this thread runs for us, if any.
+            let lane = self.registry.outside_lane(None);
             let admitted =
-                Registry::admit_batch(&self.registry, 0, Admission::Scoped, &mut batch, |job| job);
+                Registry::admit_batch(&self.registry, lane, Admission::Scoped, &mut batch, |job| {
+                    job
+                });
             if admitted.is_err() {
                 // Shut down: run the rest here, counted nowhere (`Admission::Scoped`), so
                 // the scope still completes.

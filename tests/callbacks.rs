@@ -1,6 +1,7 @@
 //! User callbacks run guarded: a `thread_name` callback that panics makes `build` fail with
 //! an error (stopping the workers it started) and `resize` fail with one (keeping the
-//! workers below the failed one, and a worker count that matches them).
+//! workers below the failed one, and a worker count that matches them); an `on_worker_stop`
+//! hook of a retiring worker that resizes its pool gets an error instead of a deadlock.
 
 mod common;
 
@@ -8,7 +9,8 @@ use common::watchdog;
 use flock::{BuildError, Pool, ResizeError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, OnceLock, Weak};
+use std::time::Duration;
 
 /// Names workers, panicking for index `from` and above.
 fn names_until(from: usize) -> impl Fn(usize) -> String + Send + Sync + 'static {
@@ -73,5 +75,41 @@ fn resize_with_a_panicking_thread_name_keeps_a_consistent_count() {
         }
         assert_eq!(pool.stats().per_worker.len(), 2);
         pool.shutdown().unwrap();
+    });
+}
+
+/// A retiring worker's stop hook calls `resize`: a resize waits for retiring workers to be
+/// gone, this one included, so it is refused at once.
+#[test]
+fn resize_from_a_retiring_workers_stop_hook_is_refused() {
+    watchdog(30, "resize from on_worker_stop", || {
+        let slot: Arc<OnceLock<Weak<Pool>>> = Arc::new(OnceLock::new());
+        let (tx, rx) = mpsc::channel();
+        let (hook_slot, tx) = (slot.clone(), std::sync::Mutex::new(tx));
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(2)
+                .on_worker_stop(move |i| {
+                    if let Some(pool) = hook_slot.get().and_then(Weak::upgrade) {
+                        let _ = tx.lock().unwrap().send((i, pool.resize(2)));
+                    }
+                })
+                .build()
+                .unwrap(),
+        );
+        slot.set(Arc::downgrade(&pool)).unwrap();
+        pool.resize(1).unwrap();
+        let (worker, resized) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(worker, 1);
+        assert!(
+            matches!(resized, Err(ResizeError::WouldDeadlock)),
+            "{resized:?}"
+        );
+        // The pool goes on: it can still grow, from outside.
+        common::eventually(|| pool.stats().per_worker.len() == 1);
+        pool.resize(2).unwrap();
+        assert_eq!(pool.spawn(|| 5).join().unwrap(), 5);
+        pool.shutdown().unwrap();
+        drop(rx);
     });
 }
