@@ -291,7 +291,10 @@ impl PoolBuilder {
         self
     }
 
-    /// Names worker threads. Default `flock-worker-{i}`.
+    /// Names worker threads. Default `flock-worker-{i}`. Called once per worker started, by
+    /// [`build`](PoolBuilder::build) and [`Pool::resize`]; if it panics, the worker is not
+    /// started and they return [`BuildError::ThreadNamePanicked`] (having stopped the
+    /// workers started before) and [`ResizeError::ThreadNamePanicked`] (keeping them).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).thread_name(|i| format!("db-{i}")).build().unwrap();
@@ -336,7 +339,9 @@ impl PoolBuilder {
     }
 
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
-    /// is caught and printed.
+    /// is caught and printed. From the hook of a worker that retires (after a shrinking
+    /// [`Pool::resize`]), `resize` returns [`ResizeError::WouldDeadlock`]: it would wait for
+    /// that worker to leave.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -622,8 +627,12 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {
+                // (`WouldDeadlock` needs a retiring worker: none exists yet.)
                 ResizeError::ThreadSpawn(e) => BuildError::ThreadSpawn(e),
                 ResizeError::PinFailed { worker, core } => BuildError::PinFailed { worker, core },
+                ResizeError::ThreadNamePanicked { worker, message } => {
+                    BuildError::ThreadNamePanicked { worker, message }
+                }
                 other => unreachable!("a new pool's first start cannot fail with {other:?}"),
             };
             registry.begin_shutdown(false);

@@ -181,6 +181,18 @@ pub enum ResizeError {
         /// The core it was to be pinned to.
         core: usize,
     },
+    /// Called from the [`on_worker_stop`](crate::PoolBuilder::on_worker_stop) hook of a
+    /// worker that is retiring: a resize waits for retiring workers to leave, that one
+    /// included, so it would never return. Nothing was changed.
+    WouldDeadlock,
+    /// The [`thread_name`](crate::PoolBuilder::thread_name) callback panicked for a new
+    /// worker; that worker was not started, the workers started before it keep running.
+    ThreadNamePanicked {
+        /// The worker's index.
+        worker: usize,
+        /// The panic message (`<non-string payload>` when it was not a string).
+        message: String,
+    },
 }
 
 impl fmt::Display for ResizeError {
@@ -197,6 +209,12 @@ impl fmt::Display for ResizeError {
             ResizeError::ThreadSpawn(e) => write!(f, "could not start a worker thread: {e}"),
             ResizeError::PinFailed { worker, core } => {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
+            }
+            ResizeError::WouldDeadlock => f.write_str(
+                "resize() from the on_worker_stop hook of a retiring worker would wait for that worker itself",
+            ),
+            ResizeError::ThreadNamePanicked { worker, message } => {
+                write!(f, "the thread_name callback panicked for worker {worker}: {message}")
             }
         }
     }
@@ -360,6 +378,14 @@ pub enum BuildError {
     },
     /// The OS refused to start a worker thread.
     ThreadSpawn(std::io::Error),
+    /// The [`thread_name`](crate::PoolBuilder::thread_name) callback panicked; the workers
+    /// started before were stopped.
+    ThreadNamePanicked {
+        /// The worker's index.
+        worker: usize,
+        /// The panic message (`<non-string payload>` when it was not a string).
+        message: String,
+    },
     /// `lanes(&[])`: a pool needs at least one lane.
     NoLanes,
     /// More lanes than [`MAX_LANES`](crate::MAX_LANES).
@@ -423,6 +449,9 @@ impl fmt::Display for BuildError {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
             }
             BuildError::ThreadSpawn(e) => write!(f, "could not start a worker thread: {e}"),
+            BuildError::ThreadNamePanicked { worker, message } => {
+                write!(f, "the thread_name callback panicked for worker {worker}: {message}")
+            }
             BuildError::NoLanes => f.write_str("lanes(&[]) names no lane; pass at least one (name, weight)"),
             BuildError::TooManyLanes { requested, max } => {
                 write!(f, "{requested} lanes is more than the {max} flock supports; pass at most {max}")

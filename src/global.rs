@@ -15,6 +15,12 @@
 //!   [`RejectReason::Shutdown`](crate::RejectReason::Shutdown). The pool is not rebuilt.
 //! - **Configuration.** `FLOCK_WORKERS` is the only knob. For anything else (capacity,
 //!   backpressure, pinning, hooks), build your own [`Pool`] and share it.
+//! - **`fork()`.** A child process has none of its parent's threads, so the parent's global
+//!   pool has no workers there. On Unix the child forgets it (a `pthread_atfork` handler,
+//!   registered when the pool is first built, empties the slot; the parent's copy is leaked,
+//!   not dropped) and builds a fresh global pool on first use, with `FLOCK_WORKERS` read
+//!   again. Fork from a thread that is not one of the pool's workers. Pools you built
+//!   yourself are not rebuilt: see [`Pool`].
 //!
 //! ```
 //! use flock::RejectReason;
@@ -26,24 +32,62 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Building exactly once: the fast path is a `OnceLock` read. The first callers take an init
-//! lock, and whoever holds it checks the cell again, builds, and fills it, so concurrent first
-//! calls build one pool between them. `OnceLock::get_or_init` alone cannot do this, because a
-//! failed build must be reported and not cached (`get_or_try_init` is unstable): a later call
-//! reads `FLOCK_WORKERS` again and tries again.
+//! Building exactly once: the fast path is one atomic load of the slot. The first callers
+//! take the builder's turn (`BuildTurn`), and whoever holds it checks the slot again, builds,
+//! and fills it, so concurrent first calls build one pool between them. A failed build is
+//! reported and not cached: a later call reads `FLOCK_WORKERS` again and tries again. The
+//! turn is an atomic flag rather than a mutex so that the fork handler can clear it: a child
+//! forked while another thread was building must not wait for a thread it does not have. A
+//! `OnceLock` cannot be emptied in the child either, hence the slot is an `AtomicPtr` to a
+//! leaked pool.
 
 use crate::{BuildError, JoinHandle, Pool, SubmitError};
 use std::ffi::OsStr;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// The environment variable that sets the global pool's worker count.
 const WORKERS_VAR: &str = "FLOCK_WORKERS";
 
-/// The pool, once built. Filled only while `INIT` is held.
-static GLOBAL: OnceLock<Pool> = OnceLock::new();
+/// The pool, once built: a leaked `Box`, so it lives for the rest of the process. Filled
+/// only by the holder of the builder's turn; emptied only in a forked child
+/// (`forget_in_child`), which leaks the parent's copy.
+static GLOBAL: AtomicPtr<Pool> = AtomicPtr::new(ptr::null_mut());
 
-/// Held by the one caller that is building the pool.
-static INIT: Mutex<()> = Mutex::new(());
+/// Set while one caller builds the pool (`BuildTurn`).
+static BUILDING: AtomicBool = AtomicBool::new(false);
+
+/// The pool in the slot, if any.
+fn built() -> Option<&'static Pool> {
+    // Acquire: pairs with the Release store in `init_global`, so the pool is seen whole.
+    let pool = GLOBAL.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in the slot comes from `Box::leak` and is never freed.
+    unsafe { pool.as_ref() }
+}
+
+/// The right to build the global pool, held by one caller at a time; given back on drop.
+struct BuildTurn;
+
+impl BuildTurn {
+    /// Waits for the turn. Only first calls racing one build ever wait, for as long as it
+    /// takes to start the workers, so yielding is enough.
+    fn take() -> BuildTurn {
+        // Acquire: pairs with the Release in `drop`, so we see the slot the last holder filled.
+        while BUILDING
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        BuildTurn
+    }
+}
+
+impl Drop for BuildTurn {
+    fn drop(&mut self) {
+        BUILDING.store(false, Ordering::Release);
+    }
+}
 
 /// The global pool, built on first use; the error says why it could not be built.
 ///
@@ -64,7 +108,7 @@ static INIT: Mutex<()> = Mutex::new(());
 /// # Ok::<(), flock::BuildError>(())
 /// ```
 pub fn try_global() -> Result<&'static Pool, BuildError> {
-    match GLOBAL.get() {
+    match built() {
         Some(pool) => Ok(pool),
         None => init_global(),
     }
@@ -143,23 +187,50 @@ where
     global().spawn(task)
 }
 
-/// The slow path of [`try_global`]: build the pool under the init lock, unless the caller
-/// that held the lock before us already did.
+/// The slow path of [`try_global`]: build the pool in the builder's turn, unless the caller
+/// that held the turn before us already did.
 #[cold]
 fn init_global() -> Result<&'static Pool, BuildError> {
-    // The lock guards no data, only "who builds"; a panic while it was held left nothing
-    // half-done, so a poisoned lock is as good as a clean one.
-    let _building = INIT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(pool) = GLOBAL.get() {
+    let _turn = BuildTurn::take();
+    if let Some(pool) = built() {
         return Ok(pool);
     }
     let mut builder = Pool::builder();
     if let Some(workers) = workers_from_env()? {
         builder = builder.workers(workers);
     }
-    let pool = builder.build()?;
-    // Only the holder of `INIT` fills the cell and we checked it empty, so this stores `pool`.
-    Ok(GLOBAL.get_or_init(|| pool))
+    let pool: &'static Pool = Box::leak(Box::new(builder.build()?));
+    forget_on_fork();
+    // Release: pairs with the Acquire load in `built`. Only the turn's holder fills the slot.
+    GLOBAL.store(ptr::from_ref(pool).cast_mut(), Ordering::Release);
+    Ok(pool)
+}
+
+/// Registers `forget_in_child` with `pthread_atfork`, once per process (a forked child
+/// inherits the registration, and the flag saying it is done).
+#[cfg(unix)]
+fn forget_on_fork() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    // Relaxed: only the builder's turn holder gets here, and the turn orders them.
+    if REGISTERED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: registering a handler is sound at any time; the handler is an `extern "C"`
+    // function that only stores to atomics, which is async-signal-safe, as a handler
+    // running in a forked child of a threaded process must be. If it fails (ENOMEM) the child
+    // keeps the parent's pool, without workers, as before this handler existed.
+    let _ = unsafe { libc::pthread_atfork(None, None, Some(forget_in_child)) };
+}
+
+#[cfg(not(unix))]
+fn forget_on_fork() {}
+
+/// In a forked child: the parent's pool has no workers here. Leak it and let the first use
+/// build a fresh one; nobody builds in the child yet, whatever the parent was doing.
+#[cfg(unix)]
+extern "C" fn forget_in_child() {
+    GLOBAL.store(ptr::null_mut(), Ordering::Relaxed);
+    BUILDING.store(false, Ordering::Relaxed);
 }
 
 /// `FLOCK_WORKERS`: `None` when unset or empty, else a whole number of 1 or more.

@@ -5,6 +5,7 @@ use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::Arc;
+use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
 use crate::{
     BatchError, Lane, LaneId, PoolBuilder, RejectReason, ResizeError, SubmitError, WaitError,
@@ -21,6 +22,12 @@ pub(crate) const BATCH: usize = 256;
 /// `Pool` is `Send + Sync`: share it by reference (or in an `Arc`) and submit from any
 /// number of threads. Dropping it shuts it down gracefully: queued tasks run, then every
 /// thread is joined, so no thread outlives the pool.
+///
+/// **After `fork()`** the child process has none of the pool's threads: a `Pool` built
+/// before the fork is unusable in the child. Tasks submitted there queue and never run, and
+/// `join`, `wait`, `shutdown` and the pool's drop block for good. Do not use it in the
+/// child, and [`std::mem::forget`] it rather than drop it there (or `exec` at once). Only the
+/// [`global`](crate::global) pool is rebuilt in the child, on first use.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -185,6 +192,10 @@ impl Pool {
     /// to each task that does not fit. From one of the pool's tasks, they all go to the
     /// worker's own deque.
     ///
+    /// # Panics
+    /// If `tasks` panics, the tasks it yielded before are submitted all the same (admitted,
+    /// counted and run as above), and the panic then propagates from here.
+    ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
@@ -233,13 +244,27 @@ impl Pool {
         I: IntoIterator,
         I::Item: FnOnce() + Send + 'static,
     {
-        let mut tasks = tasks.into_iter();
+        let mut tasks = UntilPanic::new(tasks.into_iter());
         let local = self.own_worker(|w| {
             w.map(|w| w.submit_local_batch(tasks.by_ref().map(fire_and_forget), lane))
         });
-        if let Some(n) = local {
-            return Ok(n);
-        }
+        let result = match local {
+            Some(n) => Ok(n),
+            None => self.batch_from_outside(lane, &mut tasks),
+        };
+        // What the iterator yielded before it panicked is submitted (and counted).
+        tasks.resume();
+        result
+    }
+
+    fn batch_from_outside<T>(
+        &self,
+        lane: Option<usize>,
+        tasks: &mut impl Iterator<Item = T>,
+    ) -> Result<usize, BatchError<T>>
+    where
+        T: FnOnce() + Send + 'static,
+    {
         let reg = &self.registry;
         let lane = self.registry.outside_lane(lane);
         let mut batch = Vec::with_capacity(BATCH);
@@ -250,14 +275,15 @@ impl Pool {
                 return Ok(accepted);
             }
             let offered = batch.len();
-            match Registry::admit_batch(reg, lane, reg.cfg.when_full, &mut batch, fire_and_forget) {
+            let admission = Admission::Bounded(reg.cfg.when_full);
+            match Registry::admit_batch(reg, lane, admission, &mut batch, fire_and_forget) {
                 Ok(n) => accepted += n,
                 Err(reason) => {
                     accepted += offered - batch.len();
                     // Never offered to the pool, handed back all the same: counted refused
                     // like the rest, so the refusal counters match what comes back.
                     let before = batch.len();
-                    batch.extend(tasks);
+                    batch.extend(tasks.by_ref());
                     reg.count_refused(reason, (batch.len() - before) as u64);
                     return Err(BatchError::new(accepted, reason, batch));
                 }
@@ -417,7 +443,9 @@ impl Pool {
     /// Runs `a` and `b`, potentially in parallel, and returns both results. On a worker, `b`
     /// goes on the worker's deque where an idle worker can steal it while `a` runs inline;
     /// from outside, the whole join runs on a worker while the caller blocks. A panic in either
-    /// is re-raised after both finished.
+    /// is re-raised after both finished. After [`shutdown`](Pool::shutdown), a join from
+    /// outside runs `a` then `b` on the caller; they are not the pool's tasks then, and no
+    /// counter of [`stats`](Pool::stats) counts them (neither submitted nor rejected).
     ///
     /// ```
     /// fn fib(pool: &flock::Pool, n: u64) -> u64 {
@@ -444,8 +472,11 @@ impl Pool {
 
     /// Blocks until every task accepted so far has finished (or was dropped); the pool stays
     /// open. Tasks submitted concurrently with the call may or may not be waited for, and a
-    /// steady stream of them can delay the return: `wait` returns when it observes the pool
-    /// with nothing outstanding.
+    /// steady stream of them can delay the return: `wait` returns once the pool has been seen
+    /// with nothing outstanding at some moment after the call began (by this call, another
+    /// `wait`er, or the worker that finished the last task). So concurrent `wait`ers all
+    /// return for the same quiet moment, even when the first to return submits more work
+    /// at once.
     ///
     /// # Errors
     /// [`WaitError::WouldDeadlock`] when called from one of the pool's own tasks;
@@ -597,7 +628,9 @@ impl Pool {
     /// # Errors
     /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond
     /// [`PoolBuilder::max_workers`], [`ResizeError::Shutdown`]; when the OS refuses a thread
-    /// or a pinning, the workers below the failed one stay and the error says which.
+    /// or a pinning, or the [`thread_name`](PoolBuilder::thread_name) callback panics, the
+    /// workers below the failed one stay, [`workers`](Pool::workers) counts them, and the
+    /// error says which.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();

@@ -12,19 +12,22 @@ use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{
     facade_thread_local, fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering,
 };
-use crate::unwind::{call_guarded, drop_payload, TaskPanic};
+use crate::unwind::{call_guarded, drop_payload, payload_message, TaskPanic};
 use crate::{RejectReason, ResizeError};
 use crossbeam_utils::CachePadded;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 facade_thread_local! {
-    /// On a thread that is not a worker, while it runs a pool's task (`run_off_worker`: the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): that pool's registry
-    /// address and the task's lane, so that what the task submits without naming a lane
-    /// inherits it, as on a worker. `(0, 0)` otherwise.
-    static OFF_WORKER_LANE: Cell<(usize, usize)> = Cell::new((0, 0));
+    /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): for each such task,
+    /// the innermost last, its pool's registry address and its lane. What a task submits
+    /// without naming a lane inherits the lane, as on a worker, and waiting for any pool
+    /// listed would wait for a task of our own. A stack, not one entry: a task run here may
+    /// submit to another pool that runs that task here too (`CallerRuns` in both), and
+    /// inside it both pools are ours.
+    static OFF_WORKER: RefCell<Vec<(usize, usize)>> = RefCell::new(Vec::new());
 }
 
 const RUNNING: u8 = 0;
@@ -100,13 +103,30 @@ pub(crate) enum Route {
     Helper,
 }
 
-/// How admission treats a full queue.
+/// How admission treats a full queue, and a closed pool.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Admission {
-    /// Capacity applies; a full queue is handled by this policy.
+    /// Capacity applies; a full queue is handled by this policy. A refused task goes back
+    /// to the submitter and is counted refused.
     Bounded(Backpressure),
-    /// Capacity does not apply (internal jobs whose caller blocks on them anyway).
+    /// A scope's task: capacity applies, with `CallerRuns`. After shutdown the scope runs
+    /// the task on its caller instead (so that the scope completes): not a refusal, and
+    /// not a task of the pool either, so no counter counts it.
+    Scoped,
+    /// Capacity does not apply (`join` from outside, whose caller blocks on it anyway).
+    /// After shutdown the caller runs the job itself, counted nowhere, as for `Scoped`.
     Unbounded,
+}
+
+impl Admission {
+    /// The policy for a full queue; `None` when capacity does not apply.
+    fn policy(self) -> Option<Backpressure> {
+        match self {
+            Admission::Bounded(policy) => Some(policy),
+            Admission::Scoped => Some(Backpressure::CallerRuns),
+            Admission::Unbounded => None,
+        }
+    }
 }
 
 pub(crate) struct Registry {
@@ -140,8 +160,12 @@ pub(crate) struct Registry {
     /// Started tasks a worker may hold back before giving their `pending` units back.
     pub(crate) flush_threshold: usize,
     shutdown: AtomicU8,
+    /// Threads in `wait_quiescent`.
     waiters: AtomicUsize,
-    wait_lock: Mutex<()>,
+    /// The quiet generation: how many times a thread holding this lock saw nothing
+    /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
+    /// whose generation moved on returns, whatever the pool does since.
+    wait_lock: Mutex<u64>,
     wait_cond: Condvar,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
@@ -159,7 +183,9 @@ impl Registry {
         // Before any worker of this pool starts (see `barrier::MODE`).
         crate::sleep::barrier::init();
         let slots = cfg.max_workers;
-        let per_worker = cfg.capacity / (32 * cfg.workers);
+        // From `max_workers`, not the starting count: held-back units may overstate the queue
+        // by `flush_threshold × workers`, which must stay small at any size (`resize`).
+        let per_worker = cfg.capacity / (32 * cfg.max_workers);
         let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
             .map(|_| {
                 cfg.lanes
@@ -215,7 +241,7 @@ impl Registry {
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
             waiters: AtomicUsize::new(0),
-            wait_lock: Mutex::new(()),
+            wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
@@ -233,9 +259,9 @@ impl Registry {
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
         if !shard.enter_shared() {
-            return Err(self.revoke(shard, RejectReason::Shutdown));
+            return Err(self.refuse_closed(shard, admission, 1));
         }
-        let Admission::Bounded(policy) = admission else {
+        let Some(policy) = admission.policy() else {
             return Ok(Route::Queue { reserved: false });
         };
         if self.cfg.capacity == usize::MAX {
@@ -319,6 +345,18 @@ impl Registry {
         self.revoke_n(shard, reason, 1)
     }
 
+    /// Takes back `n` entries refused because the pool is closed. Counted refused only when
+    /// they go back to the submitter: a scope's or a `join`'s caller runs them itself.
+    #[cold]
+    fn refuse_closed(&self, shard: &Shard, admission: Admission, n: u64) -> RejectReason {
+        if let Admission::Bounded(_) = admission {
+            return self.revoke_n(shard, RejectReason::Shutdown, n);
+        }
+        shard.add_shared(Proto::Revoked, n);
+        self.after_finish_off_worker();
+        RejectReason::Shutdown
+    }
+
     /// Takes back `n` entries the pool will not run.
     #[cold]
     fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
@@ -354,7 +392,7 @@ impl Registry {
     pub(crate) fn admit_batch<T>(
         this: &Arc<Registry>,
         lane: usize,
-        policy: Backpressure,
+        admission: Admission,
         batch: &mut Vec<T>,
         mut make: impl FnMut(T) -> Job,
     ) -> Result<usize, RejectReason> {
@@ -364,8 +402,11 @@ impl Registry {
         }
         let shard = this.counters.external();
         if !shard.enter_shared_n(k as u64) {
-            return Err(this.revoke_n(shard, RejectReason::Shutdown, k as u64));
+            return Err(this.refuse_closed(shard, admission, k as u64));
         }
+        let policy = admission
+            .policy()
+            .expect("flock: a batch from outside is bounded");
         let reserved = this.try_reserve_up_to(k);
         // Counted before any is queued, as `dispatch` does: a reader that sees a task end
         // sees its acceptance.
@@ -592,16 +633,17 @@ impl Registry {
     }
 
     /// The lane of a task submitted from a thread that is not one of our workers, when the
-    /// caller named `lane` (or not): the lane of the task this thread runs for us off the
-    /// workers, if any, else the first.
+    /// caller named `lane` (or not): the lane of the innermost task this thread runs for us
+    /// off the workers, if any, else the first.
     pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
         lane.unwrap_or_else(|| {
-            let (registry, lane) = OFF_WORKER_LANE.with(Cell::get);
-            if registry == ptr_id(self) {
-                lane
-            } else {
-                0
-            }
+            let id = ptr_id(self);
+            OFF_WORKER
+                .with(|stack| {
+                    let stack = stack.borrow();
+                    stack.iter().rev().find(|&&(r, _)| r == id).map(|&(_, l)| l)
+                })
+                .unwrap_or(0)
         })
     }
 
@@ -612,9 +654,9 @@ impl Registry {
             .as_ref()
             .map(|l| (l, job.queued_at_ns(), self.now_ns()));
         let counted = job.flags() & COUNTED != 0;
-        let outer = OFF_WORKER_LANE.with(|c| c.replace((ptr_id(self), lane)));
+        OFF_WORKER.with(|stack| stack.borrow_mut().push((ptr_id(self), lane)));
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
-        OFF_WORKER_LANE.with(|c| c.set(outer));
+        OFF_WORKER.with(|stack| stack.borrow_mut().pop());
         let end = match result {
             Ok(Outcome::Done) => Proto::Completed,
             Ok(Outcome::Panicked) => Proto::Panicked,
@@ -707,6 +749,13 @@ impl Registry {
         }
     }
 
+    /// The index of the calling thread if it is one of our workers, for `report_panic`.
+    pub(crate) fn worker_here(&self) -> Option<usize> {
+        crate::worker::with_current(|w| w.is_some_and(|w| w.is_in(self)))
+            .then(crate::worker::current_worker_index)
+            .flatten()
+    }
+
     /// After something other than a worker changed the outstanding count: tell waiters, and
     /// during shutdown wake parked workers so they re-check whether they may exit.
     pub(crate) fn after_finish_off_worker(&self) {
@@ -725,24 +774,49 @@ impl Registry {
         self.waiters.load(Ordering::Relaxed) > 0
     }
 
+    /// Threads blocked in `wait_quiescent` now (`Stats::waiters`).
+    pub(crate) fn waiters(&self) -> usize {
+        self.waiters.load(Ordering::Relaxed)
+    }
+
+    /// Wakes the waiters to re-check, first starting a new quiet generation if the pool is
+    /// quiet now: then every one of them returns, also if one that returns first submits
+    /// more work before the others run again.
     #[cold]
     pub(crate) fn notify_waiters(&self) {
-        let _guard = self.wait_lock.lock();
+        let mut generation = self.wait_lock.lock();
+        if self.counters.outstanding() == 0 {
+            *generation += 1;
+        }
         self.wait_cond.notify_all();
     }
 
-    /// Blocks until no task is outstanding, or `deadline` passes, or (with `stop_if_paused`)
-    /// the pool is paused while tasks wait in a queue.
+    /// Blocks until the pool has been seen with no task outstanding since the call (by this
+    /// thread, another waiter or a worker: see `notify_waiters`), or `deadline` passes, or
+    /// (with `stop_if_paused`) the pool is paused while tasks wait in a queue.
     pub(crate) fn wait_quiescent(&self, deadline: Option<Instant>, stop_if_paused: bool) -> Quiet {
         if self.counters.outstanding() == 0 {
+            // Quiet now: if others wait, they may return for it too.
+            if self.has_waiters() {
+                self.notify_waiters();
+            }
             return Quiet::Done;
         }
         let mut guard = self.wait_lock.lock();
         // SeqCst: pairs with the fence in `Worker::go_idle` / `after_finish_off_worker`.
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        // Read under `wait_lock`, as it is only changed under it: a later generation means a
+        // thread saw the pool quiet after we registered.
+        let registered = *guard;
         let mut timed_out = false;
         let done = loop {
+            if *guard != registered {
+                break Quiet::Done;
+            }
             if self.counters.outstanding() == 0 {
+                // Quiet: a new generation for the other waiters (see `notify_waiters`).
+                *guard += 1;
+                self.wait_cond.notify_all();
                 break Quiet::Done;
             }
             // Paused with tasks waiting in a queue: they would not start before a resume.
@@ -843,6 +917,9 @@ impl Registry {
                 max: this.cfg.max_workers,
             });
         }
+        if this.retiring_here() {
+            return Err(ResizeError::WouldDeadlock);
+        }
         let _one_at_a_time = this.resizing.lock();
         let mut slots = this.slots.lock();
         if this.is_shutdown() {
@@ -881,8 +958,11 @@ impl Registry {
         for &i in &start {
             let core = this.cfg.cores.as_ref().map(|c| c[i]);
             let (reg, report) = (this.clone(), startup.clone());
-            let thread = thread::spawn((this.cfg.thread_name)(i), this.cfg.stack_size, move || {
-                crate::worker::run(reg, i, core, move |pinned| report.report(i, pinned))
+            let thread = this.thread_name(i).and_then(|name| {
+                thread::spawn(name, this.cfg.stack_size, move || {
+                    crate::worker::run(reg, i, core, move |pinned| report.report(i, pinned))
+                })
+                .map_err(ResizeError::ThreadSpawn)
             });
             match thread {
                 Ok(handle) => {
@@ -898,7 +978,7 @@ impl Registry {
                     this.shown.store(slots.shown(), Ordering::Relaxed);
                     drop(slots);
                     this.workers_gone(start.len() - spawned);
-                    failure = Some((i, ResizeError::ThreadSpawn(e)));
+                    failure = Some((i, e));
                     break;
                 }
             }
@@ -920,6 +1000,30 @@ impl Registry {
                 Err(err)
             }
         }
+    }
+
+    /// Whether the calling thread is one of our workers, retiring: it is in its
+    /// `on_worker_stop` hook, the only user code a retiring worker runs. A resize waits for
+    /// retiring workers to leave (and for a resize that may be doing so), so from there it
+    /// would wait for itself.
+    fn retiring_here(&self) -> bool {
+        self.worker_here()
+            .is_some_and(|i| self.slots.lock().state[i] == SlotState::Retiring)
+    }
+
+    /// Worker `index`'s thread name, from the user's callback, guarded: its panic must not
+    /// unwind through `resize` with slots marked `Starting` and counted in `live`.
+    fn thread_name(&self, index: usize) -> Result<String, ResizeError> {
+        catch_unwind(AssertUnwindSafe(|| (self.cfg.thread_name)(index))).map_err(|payload| {
+            let message = payload_message(&*payload)
+                .unwrap_or("<non-string payload>")
+                .to_owned();
+            drop_payload(payload);
+            ResizeError::ThreadNamePanicked {
+                worker: index,
+                message,
+            }
+        })
     }
 
     /// Starts the lane reserve's thread, if the pool has one (once, at build). Its handle
@@ -1059,7 +1163,8 @@ impl Registry {
     /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
     /// from there would wait for that task itself.
     pub(crate) fn runs_task_off_worker_here(&self) -> bool {
-        OFF_WORKER_LANE.with(Cell::get).0 == ptr_id(self)
+        let id = ptr_id(self);
+        OFF_WORKER.with(|stack| stack.borrow().iter().any(|&(r, _)| r == id))
     }
 
     pub(crate) fn note_dropped_by_shutdown(&self) {
@@ -1121,7 +1226,7 @@ impl Registry {
     }
 }
 
-/// A registry's address, as `OFF_WORKER_LANE` keeps it (never 0).
+/// A registry's address, as `OFF_WORKER` keeps it.
 fn ptr_id(registry: &Registry) -> usize {
     std::ptr::from_ref(registry) as usize
 }

@@ -4,8 +4,7 @@ use crate::job::{Job, Outcome, COUNTED};
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-use crate::unwind::drop_payload;
-use crate::Backpressure;
+use crate::unwind::{drop_payload, UntilPanic};
 use std::any::Any;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -56,7 +55,8 @@ impl<'scope> Scope<'scope> {
     /// Runs `f` on the pool; it may borrow anything that outlives the scope, and it may spawn
     /// more tasks into the same scope. From outside the pool, when the queue is full the task
     /// runs on the calling thread (as `CallerRuns`), and after shutdown it runs there too, so a
-    /// scope always completes.
+    /// scope always completes. A task run there after shutdown is not the pool's: no counter
+    /// of [`Pool::stats`](crate::Pool::stats) counts it (neither submitted nor rejected).
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -91,6 +91,11 @@ impl<'scope> Scope<'scope> {
     /// one, but queued together: one count and one wake-up call per batch rather than per
     /// task (what [`Pool::for_each`](crate::Pool::for_each) uses).
     ///
+    /// # Panics
+    /// If `tasks` panics, the tasks it yielded before are spawned all the same, and the panic
+    /// then propagates from here (out of the scope's body or task, so the scope re-raises it
+    /// once every task has finished).
+    ///
     /// ```
     /// let pool = flock::Pool::new();
     /// let mut parts = vec![0u64; 8];
@@ -102,31 +107,40 @@ impl<'scope> Scope<'scope> {
         I: IntoIterator<Item = F>,
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let jobs = tasks.into_iter().map(|f| self.make_job(f));
-        let rest = crate::worker::with_current(|w| match w {
+        let mut tasks = UntilPanic::new(tasks.into_iter());
+        let mut jobs = tasks.by_ref().map(|f| self.make_job(f));
+        let outside = crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(&self.registry) => {
-                w.submit_local_batch(jobs, None);
-                None
+                w.submit_local_batch(&mut jobs, None);
+                false
             }
-            _ => Some(jobs),
+            _ => true,
         });
-        let Some(mut jobs) = rest else { return };
+        if outside {
+            self.spawn_batch_from_outside(jobs);
+        }
+        // What the iterator yielded before it panicked is spawned: the scope waits for it.
+        tasks.resume();
+    }
+
+    #[cold]
+    fn spawn_batch_from_outside(&self, mut jobs: impl Iterator<Item = Job>) {
         let mut batch = Vec::with_capacity(crate::pool::BATCH);
         loop {
             batch.extend(jobs.by_ref().take(crate::pool::BATCH));
             if batch.is_empty() {
                 return;
             }
-            let admitted = Registry::admit_batch(
-                &self.registry,
-                0,
-                Backpressure::CallerRuns,
-                &mut batch,
-                |job| job,
-            );
+            // The lane `spawn` would use: that of the task this thread runs for us, if any.
+            let lane = self.registry.outside_lane(None);
+            let admitted =
+                Registry::admit_batch(&self.registry, lane, Admission::Scoped, &mut batch, |job| {
+                    job
+                });
             if admitted.is_err() {
-                // Shut down: run the rest here, uncounted, so the scope still completes.
-                for job in batch.drain(..).chain(jobs.by_ref()) {
+                // Shut down: run the rest here, counted nowhere (`Admission::Scoped`), so
+                // the scope still completes.
+                for job in batch.drain(..).chain(jobs) {
                     let _ = job.run();
                 }
                 return;
@@ -165,15 +179,13 @@ impl<'scope> Scope<'scope> {
     #[cold]
     fn submit_from_outside(&self, job: Job) {
         let shard = self.registry.counters.external();
-        match self
-            .registry
-            .admit(shard, Admission::Bounded(Backpressure::CallerRuns))
-        {
+        match self.registry.admit(shard, Admission::Scoped) {
             Ok(route) => {
                 let lane = self.registry.outside_lane(None);
                 Registry::dispatch(&self.registry, shard, route, job, lane)
             }
-            // Shut down: run it here, uncounted, so the scope still completes.
+            // Shut down: run it here, counted nowhere (`Admission::Scoped`), so the scope
+            // still completes.
             Err(_) => {
                 let _ = job.run();
             }

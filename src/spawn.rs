@@ -8,7 +8,7 @@ use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
 use crate::{JoinError, RejectReason};
 use std::cell::UnsafeCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc as CellArc;
 
@@ -33,15 +33,19 @@ struct Header<T> {
     /// is not known when the task is made). The cell is kept alive by the setter's own
     /// reference, so reading this after the set is sound.
     waiter: Mutex<Option<Wake>>,
+    /// The pool: its handle waits through it, and a detached task's result is dropped with
+    /// its panic handler at hand (`release_finished`).
+    registry: Arc<Registry>,
 }
 
 impl<T> Header<T> {
-    fn new(state: u8) -> Self {
+    fn new(state: u8, registry: &Arc<Registry>) -> Self {
         Header {
             state: AtomicU8::new(state),
             result: UnsafeCell::new(None),
             latch: Latch::new(),
             waiter: Mutex::new(None),
+            registry: registry.clone(),
         }
     }
 
@@ -98,7 +102,7 @@ where
     T: Send + 'static,
 {
     let cell = CellArc::new(SpawnCell {
-        header: Header::new(PENDING),
+        header: Header::new(PENDING, registry),
         func: UnsafeCell::new(Some(f)),
     });
     let mut payload = Payload::uninit();
@@ -111,11 +115,7 @@ where
     };
     // SAFETY: `call_spawn::<F, T>` takes back exactly the `Arc` leaked just above.
     let job = unsafe { Job::from_raw(call_spawn::<F, T>, payload, COUNTED | DISCARDABLE) };
-    let handle = JoinHandle {
-        cell,
-        registry: registry.clone(),
-    };
-    (job, handle)
+    (job, JoinHandle { cell })
 }
 
 /// # Safety
@@ -162,12 +162,35 @@ where
     header.state.store(DONE, Ordering::Release);
     // `cell` (an `Arc`) keeps the latch alive.
     header.open();
+    release_finished(cell);
     outcome
+}
+
+/// Lets go of the running side's handle on a finished task's cell. When the task is
+/// detached (its `JoinHandle` is gone), ours is the last handle, and the value nobody will
+/// take (or the panic payload) is dropped here. Its destructor is the user's: a panic in it is
+/// caught and passed to the pool's panic handler, and the task still counts as completed,
+/// which it did (the value was made).
+fn release_finished<F, T>(cell: CellArc<SpawnCell<F, T>>) {
+    // `into_inner`, not `drop`: of the handle's drop and this call, exactly one ends the
+    // cell's life, and only this one hands it to us whole.
+    let Some(cell) = CellArc::into_inner(cell) else {
+        return;
+    };
+    let Header {
+        result, registry, ..
+    } = cell.header;
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(result))) {
+        registry.report_panic(registry.worker_here(), payload);
+    }
 }
 
 /// An owned permission to wait for a spawned task and take its value.
 ///
-/// Dropping the handle detaches the task: it still runs.
+/// Dropping the handle detaches the task: it still runs. A detached task's value is dropped
+/// where the task ran; if its destructor panics, the panic goes to the pool's
+/// [`panic_handler`](crate::PoolBuilder::panic_handler) and the task still counts as
+/// completed in [`Stats`](crate::Stats) (it ran to its end).
 ///
 /// ```
 /// let pool = flock::Pool::new();
@@ -179,7 +202,6 @@ where
 /// ```
 pub struct JoinHandle<T> {
     cell: CellArc<dyn TaskCell<T>>,
-    registry: Arc<Registry>,
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
@@ -200,13 +222,12 @@ impl<T: Send + 'static> JoinHandle<T> {
             RejectReason::UnknownLane => REFUSED_UNKNOWN_LANE,
         };
         let cell: SpawnCell<fn() -> T, T> = SpawnCell {
-            header: Header::new(state),
+            header: Header::new(state, registry),
             func: UnsafeCell::new(None),
         };
         cell.header.open();
         JoinHandle {
             cell: CellArc::new(cell),
-            registry: registry.clone(),
         }
     }
 }
@@ -219,7 +240,7 @@ impl<T> JoinHandle<T> {
     pub fn join(self) -> Result<T, JoinError> {
         let header = self.cell.header();
         if !header.latch.probe() {
-            *header.waiter.lock() = Some(Owner::current(&self.registry).into_owned());
+            *header.waiter.lock() = Some(Owner::current(&header.registry).into_owned());
             // On a worker (of this pool or another) its pool's tasks run here meanwhile.
             latch::wait(&header.latch);
         }
@@ -251,6 +272,11 @@ impl<T> JoinHandle<T> {
     /// [`JoinError::Cancelled`], and `true` is returned. Returns `false` if the task already
     /// started (or ended).
     ///
+    /// # Panics
+    /// If the closure's destructor panics, that panic propagates from here, after the task
+    /// was counted dropped and its handle finished (`join` returns `Cancelled`): the
+    /// destructor ran on this thread, as a plain `drop` of the closure would.
+    ///
     /// ```
     /// use std::sync::mpsc;
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -273,13 +299,20 @@ impl<T> JoinHandle<T> {
         {
             return false;
         }
-        // SAFETY: we moved the state out of PENDING, so the closure is ours.
-        unsafe { self.cell.drop_func() };
-        let shard = self.registry.counters.external();
-        shard.add_shared(Proto::Dropped, 1);
-        self.registry.after_finish_off_worker();
+        // The closure is the user's: its destructor may panic. Caught, so that the task is
+        // counted and its latch opened whatever happens, then re-raised to our caller.
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: we moved the state out of PENDING, so the closure is ours.
+            unsafe { self.cell.drop_func() }
+        }));
+        let registry = &header.registry;
+        registry.counters.external().add_shared(Proto::Dropped, 1);
+        registry.after_finish_off_worker();
         // `self.cell` keeps the latch alive.
         header.open();
+        if let Err(payload) = dropped {
+            resume_unwind(payload);
+        }
         true
     }
 }

@@ -84,6 +84,46 @@ pub(crate) fn call_guarded(what: &str, worker: Option<usize>, f: impl FnOnce()) 
     }
 }
 
+/// A user's iterator of tasks that ends where it panics, keeping the panic: what it yielded
+/// before is submitted as usual (counted, woken for), and the caller re-raises the panic
+/// afterwards with [`UntilPanic::resume`]. Without it, a panic in the middle of a batch left
+/// the tasks already taken out of the iterator unsubmitted (a scope waiting for them forever)
+/// or submitted but not counted.
+pub(crate) struct UntilPanic<I> {
+    inner: I,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl<I: Iterator> UntilPanic<I> {
+    pub(crate) fn new(inner: I) -> Self {
+        UntilPanic { inner, panic: None }
+    }
+
+    /// Re-raises the iterator's panic, if it panicked.
+    pub(crate) fn resume(self) {
+        if let Some(payload) = self.panic {
+            std::panic::resume_unwind(payload);
+        }
+    }
+}
+
+impl<I: Iterator> Iterator for UntilPanic<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        if self.panic.is_some() {
+            return None;
+        }
+        match catch_unwind(AssertUnwindSafe(|| self.inner.next())) {
+            Ok(item) => item,
+            Err(payload) => {
+                self.panic = Some(payload);
+                None
+            }
+        }
+    }
+}
+
 /// A guard that aborts the process if it is dropped during a panic: flock's own code must not
 /// unwind through a state it is halfway through changing.
 pub(crate) struct AbortIfPanic(pub(crate) &'static str);

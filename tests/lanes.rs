@@ -874,3 +874,37 @@ fn a_task_its_caller_runs_keeps_its_lane() {
         }
     });
 }
+
+/// `Scope::spawn_batch` from a thread running a task of lane 1 off the workers (here the
+/// caller, under `CallerRuns`) inherits that lane, as `Scope::spawn` does.
+#[cfg(feature = "metrics")]
+#[test]
+fn scope_batch_from_off_worker_task_inherits_its_lane() {
+    let _one = serial();
+    watchdog(30, "spawn_batch lane from outside", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .capacity(1)
+                .when_full(flock::Backpressure::CallerRuns)
+                .lanes(&[("a", 1), ("b", 1)])
+                .build()
+                .unwrap(),
+        );
+        let gate = stall_all(&pool);
+        pool.submit(|| ()).unwrap(); // the queue is full: what follows runs on the caller
+        let inner = pool.clone();
+        pool.submit_to("b", move || {
+            inner.scope(|s| {
+                s.spawn(|_| ());
+                s.spawn_batch((0..3).map(|_| |_: &flock::Scope<'_>| ()));
+            });
+        })
+        .unwrap();
+        gate.open();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        // Lane a: the stall task and the filler; lane b: the task and its 4 scope tasks.
+        assert_eq!((s.lanes[0].submitted, s.lanes[1].submitted), (2, 5), "{s}");
+    });
+}

@@ -490,3 +490,29 @@ fn shrinking_and_growing_back_at_once_while_tasks_run() {
         );
     });
 }
+
+/// The started tasks a worker holds back before giving their capacity units back are sized
+/// from `max_workers`, not the starting count: after growing, the pool does not report full
+/// while its queue has room.
+#[test]
+fn after_growing_the_queue_holds_its_capacity() {
+    watchdog(60, "capacity after a resize up", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .max_workers(8)
+            .capacity(64)
+            .when_full(flock::Backpressure::Reject)
+            .build()
+            .unwrap();
+        pool.resize(8).unwrap();
+        // Each worker runs one task it took from the shared queue, counted against capacity
+        // until given back.
+        let gate = stall_each(&pool);
+        let accepted = (0..64).filter(|_| pool.submit(|| ()).is_ok()).count();
+        assert_eq!(accepted, 64, "the queue is empty: all 64 fit");
+        assert_eq!(pool.stats().queued, 64);
+        gate.open();
+        pool.wait().unwrap();
+        assert_eq!(pool.stats().completed, 72);
+    });
+}

@@ -37,7 +37,8 @@ pub struct Stats {
     /// Tasks accepted (by `submit`, `spawn`, scopes and `join` from outside; run on the pool,
     /// on the caller or on a helper thread).
     pub submitted: u64,
-    /// Tasks that ran to their end.
+    /// Tasks that ran to their end (a detached spawned task whose value's destructor
+    /// panicked included: that panic goes to the panic handler).
     pub completed: u64,
     /// Tasks that panicked.
     pub panicked: u64,
@@ -49,7 +50,9 @@ pub struct Stats {
     pub rejected_full: u64,
     /// Refused because the queue stayed full for the whole block timeout.
     pub rejected_timeout: u64,
-    /// Refused because the pool was shutting down.
+    /// Refused because the pool was shutting down. Not counted here: the tasks of a scope,
+    /// and the halves of a `join`, that run on their caller after shutdown (they ran, and
+    /// no counter counts them).
     pub rejected_shutdown: u64,
     /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`).
     pub caller_runs: u64,
@@ -71,6 +74,9 @@ pub struct Stats {
     pub wakeups: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
+    /// Threads blocked in [`wait`](crate::Pool::wait) or
+    /// [`wait_timeout`](crate::Pool::wait_timeout) now.
+    pub waiters: usize,
     /// Tasks waiting in a queue (the injector plus every worker's deque).
     pub queued: u64,
     /// The bound on queued tasks from outside (`usize::MAX`: none).
@@ -286,6 +292,7 @@ impl Registry {
             local_pushes: stat(Stat::LocalPushes),
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
+            waiters: self.waiters(),
             in_flight,
             queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,
