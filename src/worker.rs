@@ -91,6 +91,8 @@ pub(crate) struct WorkerThread {
     locals: Box<[Deque<Job>]>,
     registry: Arc<Registry>,
     rng: Cell<u64>,
+    /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
+    plain: bool,
     /// Started `RESERVED` jobs whose `pending` units are not given back yet.
     unflushed: Cell<usize>,
     /// The lane of the task running now: what it submits inherits it.
@@ -108,6 +110,9 @@ pub(crate) struct WorkerThread {
     /// our deque (`claim_current`). Only a handle: the bundle's entry stays in a queue for
     /// as long as it has jobs, so dropping this loses nothing.
     current: Box<[RefCell<Option<Current>>]>,
+    /// Bit `lane` set while `current[lane]` holds a bundle: one load and test on every take
+    /// instead of a `RefCell` borrow.
+    holding: Cell<u32>,
 }
 
 /// A bundle a worker claims jobs from (`WorkerThread::current`).
@@ -161,6 +166,7 @@ pub(crate) fn run(
         .set_state(WorkerState::Running);
     ready(pinned);
     let worker = WorkerThread {
+        plain: lanes == 1 && registry.latency.is_none(),
         index,
         locals,
         rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
@@ -170,6 +176,7 @@ pub(crate) fn run(
         nested_ns: Cell::new(0),
         task_start: Cell::new(0),
         current: (0..lanes).map(|_| RefCell::new(None)).collect(),
+        holding: Cell::new(0),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -323,6 +330,7 @@ impl WorkerThread {
                 reg.release_bundle(current.bundle);
             }
         }
+        self.holding.set(0);
         let mut moved = 0;
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
@@ -411,6 +419,7 @@ impl WorkerThread {
     /// deque), then the other workers' deques from a random victim. `Steal::Retry` is
     /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
     /// (`find_work_in_lanes`). Returns the job and its lane.
+    #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         if self.locals.len() > 1 {
             return self.find_work_in_lanes();
@@ -434,6 +443,7 @@ impl WorkerThread {
     /// bundle, deque or their shared queue, serve the one whose virtual clock is furthest behind;
     /// lanes with no work are brought up to that clock (an idle lane saves no credit, so
     /// when it gets busy it is served at once but cannot then crowd the others out).
+    #[inline(never)]
     fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
         let vt = &self.vtime;
         let mut best: Option<usize> = None;
@@ -467,11 +477,19 @@ impl WorkerThread {
         self.steal_from_others()
     }
 
+    #[inline]
     fn take_from_lane(&self, lane: usize) -> Option<Job> {
+        if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+            return Some(job);
+        }
+        self.take_from_lane_shared(lane)
+    }
+
+    /// `take_from_lane` once our bundle and deque are empty: the lane's shared queue (kept
+    /// out of line, so the common pop pays no large frame).
+    #[inline(never)]
+    fn take_from_lane_shared(&self, lane: usize) -> Option<Job> {
         loop {
-            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
-                return Some(job);
-            }
             let entry = self.steal_from_injector(lane)?;
             if entry.flags() & BUNDLE == 0 {
                 return Some(entry);
@@ -479,27 +497,48 @@ impl WorkerThread {
             if let Some(job) = self.take_up(entry, lane, Took::Shared) {
                 return Some(job);
             }
-            // An emptied bundle's entry: look again.
+            // An emptied bundle's entry: look again, from the top.
+            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+                return Some(job);
+            }
         }
     }
 
     /// The most recent job on our deque of `lane`; a bundle's entry there is taken up.
     #[inline]
     fn pop_own(&self, lane: usize) -> Option<Job> {
+        let job = self.locals[lane].pop()?;
+        if job.flags() & BUNDLE == 0 {
+            return Some(job);
+        }
+        self.pop_own_bundle(job, lane)
+    }
+
+    /// `pop_own` found a bundle's entry: take it up, or go on popping if it was emptied.
+    #[inline(never)]
+    fn pop_own_bundle(&self, mut entry: Job, lane: usize) -> Option<Job> {
         loop {
-            let job = self.locals[lane].pop()?;
-            if job.flags() & BUNDLE == 0 {
+            if let Some(job) = self.take_up(entry, lane, Took::Own) {
                 return Some(job);
             }
-            if let Some(job) = self.take_up(job, lane, Took::Own) {
-                return Some(job);
+            entry = self.locals[lane].pop()?;
+            if entry.flags() & BUNDLE == 0 {
+                return Some(entry);
             }
         }
     }
 
     /// The next job of the bundle we took up last in `lane`, if it has one left (others
     /// claim from it too once its entry is stolen); an emptied bundle is let go.
+    #[inline]
     fn claim_current(&self, lane: usize) -> Option<Job> {
+        if self.holding.get() & (1 << lane) == 0 {
+            return None; // the common case: no bundle taken up in this lane
+        }
+        self.claim_current_cold(lane)
+    }
+
+    fn claim_current_cold(&self, lane: usize) -> Option<Job> {
         let mut slot = self.current[lane].borrow_mut();
         let current = slot.as_ref()?;
         if let Some(job) = current.bundle.claim() {
@@ -510,6 +549,7 @@ impl WorkerThread {
         }
         let done = slot.take().expect("checked above");
         drop(slot);
+        self.holding.set(self.holding.get() & !(1 << lane));
         self.registry.release_bundle(done.bundle);
         None
     }
@@ -544,6 +584,7 @@ impl WorkerThread {
         // wait for one of its siblings.
         reg.sleep.notify_new_work_n(rest);
         let previous = self.current[lane].replace(Some(Current { bundle, stolen }));
+        self.holding.set(self.holding.get() | 1 << lane);
         if let Some(previous) = previous {
             reg.release_bundle(previous.bundle);
         }
@@ -642,6 +683,7 @@ impl WorkerThread {
     }
 
     /// One task from another worker's deque: victims from a random start, lanes in order.
+    #[inline(never)]
     fn steal_from_others(&self) -> Option<(Job, usize)> {
         let reg = &*self.registry;
         let lanes = self.locals.len();
@@ -712,6 +754,41 @@ impl WorkerThread {
             return;
         }
         let counted = flags & COUNTED != 0;
+        if self.plain {
+            return self.run_plain(job, counted);
+        }
+        self.run_tracked(job, lane, counted);
+    }
+
+    /// The run of a pool with one lane and no latency tracking: nothing to time, no lane to
+    /// switch, no reserve to tell.
+    #[inline]
+    fn run_plain(&self, job: Job, counted: bool) {
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        if let (true, Some(end)) = (counted, self.end_of(result)) {
+            self.shard().add_owned(end, 1);
+        }
+    }
+
+    /// How a run ended, for the counters (`None`: it was skipped); a panic that escaped the
+    /// job is reported.
+    #[inline]
+    fn end_of(&self, result: std::thread::Result<Outcome>) -> Option<Proto> {
+        match result {
+            Ok(Outcome::Done) => Some(Proto::Completed),
+            Ok(Outcome::Panicked) => Some(Proto::Panicked),
+            Ok(Outcome::Skipped) => None,
+            Err(payload) => {
+                self.registry.report_panic(Some(self.index), payload);
+                Some(Proto::Panicked)
+            }
+        }
+    }
+
+    /// The run of a pool with lanes or latency tracking: the task's lane, start and run time
+    /// are kept for fair queueing, `yield_to_lanes`, the reserve and the histograms.
+    fn run_tracked(&self, job: Job, lane: usize, counted: bool) {
+        let shard = self.shard();
         let lanes = self.locals.len() > 1;
         let reg = &*self.registry;
         let queued_at = job.queued_at_ns();
@@ -733,15 +810,7 @@ impl WorkerThread {
         self.lane.set(outer_lane);
         self.task_start.set(outer_start);
         let inner_ns = self.nested_ns.get();
-        let end = match result {
-            Ok(Outcome::Done) => Some(Proto::Completed),
-            Ok(Outcome::Panicked) => Some(Proto::Panicked),
-            Ok(Outcome::Skipped) => None,
-            Err(payload) => {
-                reg.report_panic(Some(self.index), payload);
-                Some(Proto::Panicked)
-            }
-        };
+        let end = self.end_of(result);
         let Some(start) = start else {
             self.nested_ns.set(outer_nested);
             if let (true, Some(end)) = (counted, end) {
@@ -810,6 +879,7 @@ impl WorkerThread {
 
     /// A task submitted from inside the pool: counted on our own shard, onto our own deque
     /// of `lane` (`None`: the running task's lane).
+    #[inline]
     pub(crate) fn submit_local(&self, mut job: Job, lane: Option<usize>) {
         let reg = &*self.registry;
         if reg.latency.is_some() {
@@ -922,6 +992,7 @@ impl WorkerThread {
     /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
     /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
     /// to find it).
+    #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
     pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) {
         let reg = &*self.registry;
         if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
