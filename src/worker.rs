@@ -1034,12 +1034,14 @@ impl WorkerThread {
             if !sleep.cancel_park(self.index) {
                 sleep.park(self.index); // a waker chose us: consume its token
             }
-            return true;
+        } else {
+            self.shard().stat_owned(Stat::Parks, 1);
+            sleep.park(self.index);
+            self.shard().stat_owned(Stat::Wakeups, 1);
+            latch.wake_up();
         }
-        self.shard().stat_owned(Stat::Parks, 1);
-        sleep.park(self.index);
-        self.shard().stat_owned(Stat::Wakeups, 1);
-        latch.wake_up();
+        // Still inside the task that waits: it is running again.
+        self.shard().set_state(WorkerState::Running);
         true
     }
 
