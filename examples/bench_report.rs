@@ -652,7 +652,7 @@ fn build_step(what: &str, cmd: &mut Command) -> Result<(), String> {
 
 /// Builds the subprocess binaries into `$CARGO_TARGET_DIR/bench-report/`:
 ///
-/// * `cargo build --release -p flock --example metrics_cost`, copied to `metrics_cost-metrics`;
+/// * `cargo build --release -p flock-pool --example metrics_cost`, copied to `metrics_cost-metrics`;
 /// * the same with `--no-default-features`, copied to `metrics_cost-no-metrics`. Same target
 ///   directory: the dev-dependencies are not built a second time, and the two flock builds
 ///   keep apart (different feature sets, different hashes); only the uplifted
@@ -683,7 +683,7 @@ fn build_helpers() -> Helpers {
                 "--quiet",
                 "--release",
                 "-p",
-                "flock",
+                "flock-pool",
                 "--example",
                 "metrics_cost",
             ])
