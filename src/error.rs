@@ -351,6 +351,9 @@ pub enum BuildError {
     },
     /// Pinning was asked for but the OS reported no cores this process may run on.
     NoCoresToPin,
+    /// Pinning was asked for (`pin_workers(true)` or `pin_to`) in a build without the `pin`
+    /// feature, which brings in the code that pins.
+    PinningUnavailable,
     /// The OS refused to pin a worker to its core.
     PinFailed {
         /// The worker's index.
@@ -419,6 +422,10 @@ impl fmt::Display for BuildError {
             BuildError::NoCoresToPin => {
                 f.write_str("pinning was asked for but the OS lists no core for this process; drop pin_workers/pin_to")
             }
+            BuildError::PinningUnavailable => f.write_str(
+                "pinning was asked for but flock-pool was built without its `pin` feature; \
+                 enable the feature (it is on by default) or drop pin_workers/pin_to",
+            ),
             BuildError::PinFailed { worker, core } => {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
             }

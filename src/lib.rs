@@ -30,6 +30,7 @@ mod join;
 mod lane;
 mod latch;
 mod metrics;
+mod pin;
 mod pool;
 mod registry;
 mod reserve;
