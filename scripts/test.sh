@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 echo "== Rust: unit, integration and doc tests"
 cargo test --workspace
 
-echo "== Rust: the crate without its default features (metrics, pin) still builds and its tests pass"
+echo "== Rust: the crate without its default features (stats, pin) still builds and its tests pass"
 cargo test -p flock-pool --no-default-features --lib --tests
 
 echo "== C and C++: libflock's header, suites (plain, valgrind, AddressSanitizer), install, examples"

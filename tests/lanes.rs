@@ -329,7 +329,7 @@ fn tasks_submitted_by_a_task_inherit_its_lane() {
         assert_eq!(off_worker.load(SeqCst), 0);
         let s = pool.stats();
         assert_eq!((s.submitted, s.completed), (13, 13), "{s}");
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
             assert_eq!(
                 lanes,
@@ -512,7 +512,7 @@ fn per_lane_stats_add_up() {
         for name in ["interactive", "batch", "idle"] {
             assert!(text.contains(name), "Display lacks lane {name}:\n{text}");
         }
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             let counts: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
             assert_eq!(counts, [(35, 35), (20, 20), (0, 0)], "{s}");
             let executed: u64 = s.lanes.iter().map(|l| l.executed).sum();
@@ -574,7 +574,7 @@ fn yield_to_lanes_runs_a_waiting_interactive_task_inside_a_batch_task() {
             *log.lock().unwrap(),
             [("interactive", Some(0)), ("batch ends", Some(0))]
         );
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             let s = pool.stats();
             let executed: Vec<u64> = s.lanes.iter().map(|l| l.executed).collect();
             assert_eq!(executed, [1, 1], "{s}");
@@ -734,7 +734,7 @@ fn the_lane_reserve_runs_a_heavy_task_while_every_worker_runs_a_light_one() {
         assert_eq!(batch_ran.load(SeqCst), 1);
         let s = pool.stats();
         assert_eq!((s.submitted, s.completed), (5, 5), "{s}");
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             assert_eq!(s.reserve_runs, 2, "{s}");
             let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
             assert_eq!(lanes, [(2, 2), (3, 3)], "interactive, batch\n{s}");
@@ -867,7 +867,7 @@ fn a_task_its_caller_runs_keeps_its_lane() {
         pool.wait().unwrap();
         let s = pool.stats();
         assert_eq!(s.completed, 4, "{s}");
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             assert_eq!(s.caller_runs, 2, "{s}");
             let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
             assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");

@@ -1,6 +1,6 @@
 //! Every counter against a workload whose true values are known; monotonic snapshots under
 //! stress; Prometheus output parsed back.
-#![cfg(feature = "metrics")]
+#![cfg(feature = "stats")]
 
 mod common;
 

@@ -620,7 +620,7 @@ fn lanes_p99_rows() -> Vec<Row> {
 /// The binaries `c-submit` and `metrics-cost` run, built by [`build_helpers`].
 #[derive(Default)]
 struct Helpers {
-    /// `metrics_cost` built normally (the `metrics` feature on).
+    /// `metrics_cost` built normally (the `stats` feature on).
     rust_metrics: Option<PathBuf>,
     /// `metrics_cost` built with `--no-default-features`.
     rust_no_metrics: Option<PathBuf>,
@@ -975,7 +975,7 @@ fn metrics_cost_rows(h: &Helpers) -> Result<Vec<Row>, String> {
         .zip(&paired[2])
         .map(|(l, o)| l / o)
         .collect();
-    rows[0].note = format!("metrics feature on (default); others kept {others:.2} CPUs busy");
+    rows[0].note = format!("stats feature on (default); others kept {others:.2} CPUs busy");
     rows[1].note = format!(
         "track_latency(true); ÷ flock: {}; ÷ flock-no-metrics: median {:.3}",
         paired_note(&paired[1]),

@@ -4,7 +4,7 @@
 //! (`benches/examples/bench_report.rs` builds and runs it; docs/bench.md, workloads 9 and 10).
 //!
 //! Its own process because one of the variants is flock built with `--no-default-features`
-//! (flock's `metrics` feature off, through this package's feature of the same name: the
+//! (flock's `stats` feature off, through this package's feature of the same name: the
 //! statistics counters compile to nothing), which needs a second build of the crate:
 //!
 //! ```text
@@ -58,11 +58,7 @@ fn main() {
     }
     println!(
         "# metrics={} latency={} workers={} capacity={} tasks={tasks}",
-        if cfg!(feature = "metrics") {
-            "on"
-        } else {
-            "off"
-        },
+        if cfg!(feature = "stats") { "on" } else { "off" },
         if latency { "on" } else { "off" },
         flock.pool.workers(),
         flock.pool.capacity(),
