@@ -18,6 +18,18 @@
 //! pool.shutdown()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Cargo features
+//!
+//! * `stats` (default): the statistics counters of [`Stats`] (refusals by reason, caller
+//!   runs, helper threads, lane reserve runs, steals, injector takes, local pushes, parks,
+//!   wake-ups, per-lane counts). Without it they compile to nothing and read 0; the counts `wait()` and shutdown rely on (submitted,
+//!   completed, panicked, dropped, in flight), queue depths, worker states and the latency
+//!   histograms stay.
+//! * `pin` (default): pinning workers to cores ([`PoolBuilder::pin_workers`],
+//!   [`PoolBuilder::pin_to`]) through the `core_affinity` crate. Without it that dependency
+//!   is not built, and a builder that asks for pinning fails with
+//!   [`BuildError::PinningUnavailable`].
 #![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![warn(rust_2018_idioms)]
 
