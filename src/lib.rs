@@ -66,8 +66,28 @@ pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;
-pub use unwind::TaskPanic;
+pub use unwind::{PanicPayload, TaskPanic};
 pub use worker::{current_worker_index, yield_to_lanes};
+
+/// Every public error enum is `#[non_exhaustive]`: a `match` without a `_` arm does not
+/// compile outside the crate (one doctest per enum; each compiles with the `_` arm).
+///
+/// ```compile_fail
+/// fn f(e: flock::RejectReason) -> u8 { use flock::RejectReason::*; match e { Full => 0, Timeout => 1, Shutdown => 2, UnknownLane => 3 } }
+/// ```
+/// ```compile_fail
+/// fn f(e: flock::WaitError) -> u8 { use flock::WaitError::*; match e { WouldDeadlock => 0, Timeout => 1, Paused => 2 } }
+/// ```
+/// ```compile_fail
+/// fn f(e: flock::JoinError) -> u8 { use flock::JoinError::*; match e { Panicked(_) => 0, Cancelled => 1, Dropped => 2, Refused(_) => 3 } }
+/// ```
+/// ```
+/// fn r(e: flock::RejectReason) -> u8 { use flock::RejectReason::*; match e { Full => 0, Timeout => 1, Shutdown => 2, UnknownLane => 3, _ => 4 } }
+/// fn w(e: flock::WaitError) -> u8 { use flock::WaitError::*; match e { WouldDeadlock => 0, Timeout => 1, Paused => 2, _ => 3 } }
+/// fn j(e: flock::JoinError) -> u8 { use flock::JoinError::*; match e { Panicked(_) => 0, Cancelled => 1, Dropped => 2, Refused(_) => 3, _ => 4 } }
+/// ```
+#[cfg(doctest)]
+pub struct NonExhaustiveErrors;
 
 /// The README's examples, compiled and run as doctests so the front door never lies.
 #[cfg(doctest)]
@@ -84,6 +104,9 @@ mod tests {
     fn public_handles_are_send_and_sync() {
         assert_send_sync::<Pool>();
         assert_send_sync::<Scope<'static>>();
+        assert_send_sync::<JoinError>();
+        assert_send_sync::<TaskPanic>();
+        assert_send_sync::<SubmitError<std::sync::mpsc::Receiver<()>>>();
         fn assert_send<T: Send>() {}
         assert_send::<JoinHandle<u32>>();
     }

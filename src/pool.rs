@@ -265,32 +265,40 @@ impl Pool {
         }
     }
 
-    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (0: about
-    /// four tasks per worker), and returns when all calls have finished. The tasks are queued
-    /// as one batch (see [`Scope::spawn_batch`]); `f` may borrow from the caller. A panic in
-    /// `f` is re-raised here after every task has finished. Called from one of the pool's
-    /// tasks, the worker runs other tasks while it waits.
+    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (`None`:
+    /// the pool chooses, about four tasks per worker), and returns when all calls have
+    /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
+    /// borrow from the caller. A panic in `f` is re-raised here after every task has
+    /// finished. Called from one of the pool's tasks, the worker runs other tasks while it
+    /// waits.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// let pool = flock::Pool::new();
     /// let sum = AtomicU64::new(0);
-    /// pool.for_each(0..1_000, 64, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
-    /// assert_eq!(sum.into_inner(), 499_500);
+    /// pool.for_each(0..1_000, None, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// pool.for_each(0..1_000, Some(64), |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// assert_eq!(sum.into_inner(), 2 * 499_500);
     /// ```
-    pub fn for_each<F>(&self, range: Range<usize>, chunk: usize, f: F)
+    ///
+    /// # Panics
+    ///
+    /// With `Some(0)`, which would make no progress (as `slice::chunks(0)` panics), and when
+    /// `f` panics.
+    pub fn for_each<F>(&self, range: Range<usize>, chunk: Option<usize>, f: F)
     where
         F: Fn(usize) + Sync,
     {
+        assert_ne!(
+            chunk,
+            Some(0),
+            "for_each: a chunk of 0 indices; pass None to let the pool choose"
+        );
         let len = range.len();
         if len == 0 {
             return;
         }
-        let chunk = if chunk == 0 {
-            len.div_ceil(4 * self.workers()).max(1)
-        } else {
-            chunk
-        };
+        let chunk = chunk.unwrap_or_else(|| len.div_ceil(4 * self.workers()).max(1));
         let f = &f;
         let end = range.end;
         self.scope(|s| {

@@ -226,3 +226,14 @@ impl<'scope> Scope<'scope> {
         }
     }
 }
+
+/// Shows the scope's `pending` count: its tasks not yet finished, plus one while the scope's
+/// body runs.
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            // Relaxed: a snapshot for a reader; it orders nothing.
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}

@@ -212,7 +212,7 @@ impl<T> JoinHandle<T> {
             // `join` takes `self`, so this is the only reader.
             DONE => match unsafe { (*header.result.get()).take() } {
                 Some(Ok(value)) => Ok(value),
-                Some(Err(payload)) => Err(JoinError::Panicked(payload)),
+                Some(Err(payload)) => Err(JoinError::Panicked(payload.into())),
                 None => unreachable!("flock: a finished task's result is taken once"),
             },
             CANCELLED => Err(JoinError::Cancelled),

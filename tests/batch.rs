@@ -334,29 +334,36 @@ fn for_each_visits_every_index_exactly_once() {
     watchdog(60, "for_each", || {
         let pool = Pool::builder().workers(2).build().unwrap();
         let n = 1000;
-        for chunk in [0, 1, 7, n, n + 5, usize::MAX] {
+        for chunk in [
+            None,
+            Some(1),
+            Some(7),
+            Some(n),
+            Some(n + 5),
+            Some(usize::MAX),
+        ] {
             let hits = slots(n);
             pool.for_each(0..n, chunk, |i| {
                 hits[i].fetch_add(1, SeqCst);
             });
-            assert_eq!(not_once(&hits), [], "chunk {chunk}");
+            assert_eq!(not_once(&hits), [], "chunk {chunk:?}");
         }
         // A range that does not start at 0, and sums.
         let sum = AtomicU64::new(0);
-        pool.for_each(100..200, 3, |i| {
+        pool.for_each(100..200, Some(3), |i| {
             sum.fetch_add(i as u64, SeqCst);
         });
         assert_eq!(sum.into_inner(), (100..200).sum::<u64>());
         // Empty ranges call nothing.
         #[allow(clippy::reversed_empty_ranges)]
         for range in [5..5, 7..3] {
-            for chunk in [0, 1] {
+            for chunk in [None, Some(1)] {
                 pool.for_each(range.clone(), chunk, |i| panic!("called with {i}"));
             }
         }
         // Indices up to usize::MAX: no overflow, each once.
         let seen = Mutex::new(Vec::new());
-        pool.for_each(usize::MAX - 10..usize::MAX, 3, |i| {
+        pool.for_each(usize::MAX - 10..usize::MAX, Some(3), |i| {
             seen.lock().unwrap().push(i)
         });
         let mut seen = seen.into_inner().unwrap();
@@ -365,7 +372,7 @@ fn for_each_visits_every_index_exactly_once() {
         // `f` borrows the caller's data.
         let data: Vec<u64> = (0..500).map(|i| i * 3).collect();
         let total = AtomicU64::new(0);
-        pool.for_each(0..data.len(), 0, |i| {
+        pool.for_each(0..data.len(), None, |i| {
             total.fetch_add(data[i], SeqCst);
         });
         assert_eq!(total.into_inner(), data.iter().sum::<u64>());
@@ -378,7 +385,7 @@ fn for_each_reraises_a_panic_after_every_other_chunk_finished() {
         let pool = Pool::builder().workers(2).build().unwrap();
         let finished = AtomicUsize::new(0);
         let result = catch_unwind(AssertUnwindSafe(|| {
-            pool.for_each(0..64, 1, |i| {
+            pool.for_each(0..64, Some(1), |i| {
                 if i == 20 {
                     panic!("chunk 20 fails");
                 }
@@ -394,7 +401,7 @@ fn for_each_reraises_a_panic_after_every_other_chunk_finished() {
         assert_eq!(finished, 63);
         // The pool is fine afterwards.
         let sum = AtomicU64::new(0);
-        pool.for_each(0..10, 1, |i| {
+        pool.for_each(0..10, Some(1), |i| {
             sum.fetch_add(i as u64, SeqCst);
         });
         assert_eq!(sum.into_inner(), 45);
@@ -409,13 +416,13 @@ fn for_each_from_inside_a_task() {
         let sum = pool
             .spawn(move || {
                 let sum = AtomicU64::new(0);
-                p.for_each(0..10_000, 0, |i| {
+                p.for_each(0..10_000, None, |i| {
                     sum.fetch_add(i as u64, SeqCst);
                 });
                 // Nested: for_each inside for_each, all on the pool.
                 let nested = AtomicU64::new(0);
-                p.for_each(0..10, 1, |i| {
-                    p.for_each(0..10, 3, |j| {
+                p.for_each(0..10, Some(1), |i| {
+                    p.for_each(0..10, Some(3), |j| {
                         nested.fetch_add((i * 10 + j) as u64, SeqCst);
                     })
                 });
