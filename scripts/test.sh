@@ -12,3 +12,6 @@ cargo test -p flock-pool --no-default-features --lib --tests
 
 echo "== C and C++: libflock's header, suites (plain, valgrind, AddressSanitizer), install, examples"
 scripts/c-tests.sh
+
+echo "== Prometheus: two pools as one exposition, through a real parser (prometheus_client)"
+scripts/prom-check.sh

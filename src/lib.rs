@@ -23,7 +23,8 @@
 //!
 //! * `stats` (default): the statistics counters of [`Stats`] (refusals by reason, caller
 //!   runs, helper threads, lane reserve runs, steals, injector takes, local pushes, parks,
-//!   wake-ups, per-lane counts). Without it they compile to nothing and read 0; the counts `wait()` and shutdown rely on (submitted,
+//!   wake-ups, per-lane counts). Without it they compile to nothing, read 0 and are left out
+//!   of the Prometheus text ([`prometheus_text`]); the counts `wait()` and shutdown rely on (submitted,
 //!   completed, panicked, dropped, in flight), queue depths, worker states and the latency
 //!   histograms stay.
 //! * `pin` (default): pinning workers to cores ([`PoolBuilder::pin_workers`],
@@ -62,7 +63,7 @@ pub use error::{
 };
 pub use global::{global, spawn, submit, try_global};
 pub use lane::{Lane, LaneId, MAX_LANES};
-pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
+pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;

@@ -148,8 +148,16 @@ impl Pool {
     {
         match lane.resolve(&self.registry.cfg.lanes) {
             Some(lane) => self.submit_in(Some(lane), task),
-            None => Err(SubmitError::new(task, RejectReason::UnknownLane)),
+            None => Err(self.refuse_unknown_lane(task)),
         }
+    }
+
+    /// Counts a task refused for naming a lane this pool does not have (in
+    /// `Stats::rejected_unknown_lane`) and hands it back.
+    #[cold]
+    fn refuse_unknown_lane<F>(&self, task: F) -> SubmitError<F> {
+        self.registry.count_refused(RejectReason::UnknownLane, 1);
+        SubmitError::new(task, RejectReason::UnknownLane)
     }
 
     fn submit_in<F>(&self, lane: Option<usize>, task: F) -> Result<(), SubmitError<F>>
@@ -220,11 +228,12 @@ impl Pool {
     {
         match lane.resolve(&self.registry.cfg.lanes) {
             Some(lane) => self.batch_in(Some(lane), tasks),
-            None => Err(BatchError::new(
-                0,
-                RejectReason::UnknownLane,
-                tasks.into_iter().collect(),
-            )),
+            None => {
+                let tasks: Vec<_> = tasks.into_iter().collect();
+                let reason = RejectReason::UnknownLane;
+                self.registry.count_refused(reason, tasks.len() as u64);
+                Err(BatchError::new(0, reason, tasks))
+            }
         }
     }
 
@@ -366,7 +375,7 @@ impl Pool {
                 Ok(handle) => return handle,
                 Err(refused) => refused.reason(),
             },
-            None => RejectReason::UnknownLane,
+            None => self.refuse_unknown_lane(()).reason(),
         };
         JoinHandle::refused(&self.registry, refused)
     }

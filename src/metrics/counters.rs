@@ -47,8 +47,10 @@ pub(crate) enum Stat {
     Wakeups,
     /// Tasks the lane reserve ran (`src/reserve.rs`).
     ReserveRuns,
+    /// Tasks refused because they named a lane the pool does not have.
+    RejectedUnknownLane,
 }
-const STATS: usize = 12;
+const STATS: usize = 13;
 
 /// Per-lane statistics, kept only when the pool has more than one lane (but `Claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
