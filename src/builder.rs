@@ -498,7 +498,18 @@ impl PoolBuilder {
     }
 
     /// Checks the configuration and starts the workers. Returns once every worker is running
-    /// (and pinned, when asked).
+    /// (and pinned, when asked). A configuration that cannot work is a [`BuildError`] that
+    /// says what to change, before any thread starts.
+    ///
+    /// ```
+    /// use flock::{BuildError, Pool};
+    /// let pool = Pool::builder().workers(2).capacity(1_000).build()?;
+    /// assert_eq!((pool.workers(), pool.capacity()), (2, 1_000));
+    ///
+    /// let err = Pool::builder().lanes(&[("a", 1), ("a", 2)]).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::DuplicateLane { .. }));
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn build(self) -> Result<Pool, BuildError> {
         let workers = match self.workers {
             Some(n) => n,

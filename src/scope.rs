@@ -12,6 +12,25 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A scope in which tasks may borrow anything that outlives `'scope`; see
 /// [`Pool::scope`](crate::Pool::scope).
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// let mut halves = [vec![1, 2], vec![3, 4]];
+/// let total = std::sync::atomic::AtomicI32::new(0);
+/// pool.scope(|s| {
+///     for half in halves.iter_mut() {
+///         let total = &total; // borrowed from the stack, not 'static
+///         s.spawn(move |s| {
+///             half.iter_mut().for_each(|x| *x *= 10);
+///             s.spawn(move |_| {
+///                 total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///             });
+///         });
+///     }
+/// }); // returns when every task spawned in the scope, nested ones too, has finished
+/// assert_eq!(halves, [vec![10, 20], vec![30, 40]]);
+/// assert_eq!(total.into_inner(), 2);
+/// ```
 pub struct Scope<'scope> {
     registry: Arc<Registry>,
     /// Tasks not yet finished, plus one for the scope's body while it runs.

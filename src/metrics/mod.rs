@@ -223,6 +223,18 @@ impl LatencyStats {
 
     /// `(upper bound, samples ≤ bound)` at each power of two from 256 ns to about a minute,
     /// cumulative, as Prometheus histograms want them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::builder().workers(1).track_latency(true).build().unwrap();
+    /// for _ in 0..10 { pool.submit(|| std::thread::sleep(Duration::from_micros(50))).unwrap(); }
+    /// pool.wait().unwrap();
+    /// let run = pool.stats().run_time.unwrap();
+    /// let buckets = run.buckets();
+    /// assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)); // cumulative
+    /// let (_, under_a_second) = buckets.iter().find(|(le, _)| *le >= Duration::from_secs(1)).unwrap();
+    /// assert_eq!(*under_a_second, 10);
+    /// ```
     pub fn buckets(&self) -> &[(Duration, u64)] {
         &self.buckets
     }
