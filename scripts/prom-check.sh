@@ -3,6 +3,8 @@
 # `prometheus` example's output (built with and without the `stats` feature) goes through
 # prometheus_client's text_string_to_metric_families (PyPI), in a virtual environment under
 # the target directory (installed on first use; `pip install --user` when venv is missing).
+# When Go is installed, the same files also go through Go's expfmt parser and promlint
+# (scripts/promlint; its modules come from the Go module proxy on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,3 +29,17 @@ cargo run --quiet -p flock-pool --example prometheus >"$out/two-pools.txt"
 "$python" scripts/prom-check.py "$out/two-pools.txt"
 cargo run --quiet -p flock-pool --no-default-features --example prometheus >"$out/two-pools-no-stats.txt"
 "$python" scripts/prom-check.py "$out/two-pools-no-stats.txt" --no-stats
+
+if ! command -v go >/dev/null 2>&1; then
+    echo "promlint: no Go toolchain; Go's expfmt/promlint check skipped"
+    exit 0
+fi
+out_abs=$(cd "$out" && pwd)
+if ! (cd scripts/promlint && go build -o "$out_abs/promlint" .); then
+    echo "promlint: could not build scripts/promlint (offline?); Go's check skipped"
+    exit 0
+fi
+for f in two-pools.txt two-pools-no-stats.txt; do
+    echo "== $f"
+    "$out_abs/promlint" "$out/$f"
+done
