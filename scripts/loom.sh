@@ -12,7 +12,7 @@ export LOOM_MAX_PREEMPTIONS
 echo "== loom: models of the real pool (LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS)"
 start=$(date +%s)
 log=$(mktemp)
-if ! RUSTFLAGS="--cfg flock_loom" cargo test --release -p flock --lib loom -- --test-threads=1 --nocapture >"$log" 2>&1; then
+if ! RUSTFLAGS="--cfg flock_loom" cargo test --release -p flock-pool --lib loom -- --test-threads=1 --nocapture >"$log" 2>&1; then
     grep -E "loom model|^test |panicked|deadlock|^error" "$log" >&2 || tail -30 "$log" >&2
     echo "loom: FAILED" >&2
     exit 1
@@ -22,7 +22,7 @@ echo "loom: passed in $(( $(date +%s) - start ))s"
 
 echo "== loom canary: without the re-check before parking, the models must fail"
 if RUSTFLAGS="--cfg flock_loom --cfg flock_canary" LOOM_MAX_PREEMPTIONS=1 \
-    cargo test --release -p flock --lib loom_one_worker_one_submitter -- --test-threads=1 --nocapture >"$log" 2>&1; then
+    cargo test --release -p flock-pool --lib loom_one_worker_one_submitter -- --test-threads=1 --nocapture >"$log" 2>&1; then
     echo "loom canary: FAILED - the broken protocol passed the models" >&2
     tail -20 "$log" >&2
     exit 1
@@ -35,7 +35,7 @@ fi
 
 echo "== loom canary: without the local push's fence, a task blocking on what it pushed must hang"
 if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_push" \
-    cargo test --release -p flock --lib loom_push_locally_then_block -- --test-threads=1 --nocapture >"$log" 2>&1; then
+    cargo test --release -p flock-pool --lib loom_push_locally_then_block -- --test-threads=1 --nocapture >"$log" 2>&1; then
     echo "loom canary (push): FAILED - the unfenced local push passed the model" >&2
     tail -20 "$log" >&2
     exit 1

@@ -23,7 +23,7 @@ for seed in $seeds; do
     # -Zmiri-disable-isolation: the tests' watchdogs and sleeps read the real clock.
     log=$(mktemp)
     if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=$seed -Zmiri-disable-isolation" \
-        cargo +nightly miri test -p flock --lib --test spawn --test scope_join --test panics --test stress \
+        cargo +nightly miri test -p flock-pool --lib --test spawn --test scope_join --test panics --test stress \
         >"$log" 2>&1; then
         grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
         echo "miri: FAILED (seed $seed)" >&2
@@ -35,7 +35,7 @@ done
 echo "== miri (seed 1): resize, pause, batches, waiting workers"
 log=$(mktemp)
 if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=1 -Zmiri-disable-isolation" \
-    cargo +nightly miri test -p flock --test resize --test pause --test batch --test waiting >"$log" 2>&1; then
+    cargo +nightly miri test -p flock-pool --test resize --test pause --test batch --test waiting >"$log" 2>&1; then
     grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "miri: FAILED (resize, pause, batches, waiting)" >&2
     exit 1
@@ -50,7 +50,7 @@ echo "== miri (seed 1, real crossbeam deques: permissive provenance, Tree Borrow
 log=$(mktemp)
 if ! RUSTFLAGS="--cfg flock_miri_crossbeam" MIRIFLAGS="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
     CARGO_TARGET_DIR="$CARGO_TARGET_DIR/crossbeam" \
-    cargo +nightly miri test -p flock --lib --test spawn --test scope_join --test panics --test stress \
+    cargo +nightly miri test -p flock-pool --lib --test spawn --test scope_join --test panics --test stress \
     >"$log" 2>&1; then
     grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "miri: FAILED (real deques)" >&2

@@ -7,8 +7,11 @@ cd "$(dirname "$0")/.."
 echo "== Rust: unit, integration and doc tests"
 cargo test --workspace
 
-echo "== Rust: the crate without the metrics feature still builds and its tests pass"
-cargo test -p flock --no-default-features --lib --tests
+echo "== Rust: the crate without its default features (stats, pin) still builds and its tests pass"
+cargo test -p flock-pool --no-default-features --lib --tests
 
 echo "== C and C++: libflock's header, suites (plain, valgrind, AddressSanitizer), install, examples"
 scripts/c-tests.sh
+
+echo "== Prometheus: two pools as one exposition, through a real parser (prometheus_client)"
+scripts/prom-check.sh

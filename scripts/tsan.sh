@@ -26,7 +26,7 @@ export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 second_
 start=$(date +%s)
 log=$(mktemp)
 echo "== tsan: stress, shutdown races, wait loops, resize, pause, batches, waiting workers, FIFO ($target)"
-if ! cargo +nightly test -Zbuild-std --target "$target" -p flock \
+if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool \
     --test stress --test shutdown --test submit_wait --test scope_join \
     --test resize --test pause --test batch --test waiting --test fifo >"$log" 2>&1; then
     grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
@@ -37,7 +37,7 @@ grep -E "^test result" "$log"
 # The lane reserve's tests (a thread beside the workers, woken by submitters and workers):
 # only those of lanes.rs, whose split tests measure shares and want an uninstrumented run.
 echo "== tsan: the lane reserve and tasks run off the workers (lanes.rs)"
-if ! cargo +nightly test -Zbuild-std --target "$target" -p flock --test lanes -- \
+if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool --test lanes -- \
     reserve caller >>"$log" 2>&1; then
     grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "tsan: FAILED" >&2

@@ -1,6 +1,7 @@
 //! `PoolBuilder`: every knob, checked before a thread starts.
 
 use crate::lane::MAX_LANES;
+use crate::pin;
 use crate::registry::Registry;
 use crate::sleep::MAX_WORKERS;
 use crate::sync::Arc;
@@ -270,6 +271,9 @@ impl PoolBuilder {
 
     /// Pins worker `i` to the `i`-th CPU this process may run on (wrapping around).
     ///
+    /// Needs the `pin` feature (on by default); without it, [`build`](Self::build) fails with
+    /// [`BuildError::PinningUnavailable`] when pinning is asked for.
+    ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).pin_workers(true).build().unwrap();
     /// assert!(pool.stats().per_worker.iter().all(|w| w.pinned_core.is_some()));
@@ -280,7 +284,8 @@ impl PoolBuilder {
     }
 
     /// Pins worker `i` to `cores[i % cores.len()]`. A core this process may not run on is a
-    /// [`BuildError::UnknownCore`].
+    /// [`BuildError::UnknownCore`]. Needs the `pin` feature, as [`pin_workers`](Self::pin_workers)
+    /// does.
     ///
     /// ```
     /// let err = flock::Pool::builder().pin_to([1_000_000]).build().unwrap_err();
@@ -498,7 +503,18 @@ impl PoolBuilder {
     }
 
     /// Checks the configuration and starts the workers. Returns once every worker is running
-    /// (and pinned, when asked).
+    /// (and pinned, when asked). A configuration that cannot work is a [`BuildError`] that
+    /// says what to change, before any thread starts.
+    ///
+    /// ```
+    /// use flock::{BuildError, Pool};
+    /// let pool = Pool::builder().workers(2).capacity(1_000).build()?;
+    /// assert_eq!((pool.workers(), pool.capacity()), (2, 1_000));
+    ///
+    /// let err = Pool::builder().lanes(&[("a", 1), ("a", 2)]).build().unwrap_err();
+    /// assert!(matches!(err, BuildError::DuplicateLane { .. }));
+    /// # Ok::<(), BuildError>(())
+    /// ```
     pub fn build(self) -> Result<Pool, BuildError> {
         let workers = match self.workers {
             Some(n) => n,
@@ -596,19 +612,17 @@ fn check_lanes(lanes: Vec<(String, u32)>) -> Result<Vec<(String, u32)>, BuildErr
 
 /// The core each worker is pinned to, or `None` without pinning.
 fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>, BuildError> {
-    if *pinning == Pinning::Off {
-        return Ok(None);
+    match pinning {
+        Pinning::Off => return Ok(None),
+        Pinning::Explicit(list) if list.is_empty() => return Err(BuildError::EmptyCoreList),
+        _ if !pin::AVAILABLE => return Err(BuildError::PinningUnavailable),
+        _ => {}
     }
-    let available: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
+    let available = pin::available_cores();
     let list = match pinning {
         Pinning::Off => unreachable!("handled above"),
         Pinning::Allowed if available.is_empty() => return Err(BuildError::NoCoresToPin),
         Pinning::Allowed => available,
-        Pinning::Explicit(list) if list.is_empty() => return Err(BuildError::EmptyCoreList),
         Pinning::Explicit(list) => {
             if let Some(&core) = list.iter().find(|c| !available.contains(c)) {
                 return Err(BuildError::UnknownCore { core, available });
@@ -640,5 +654,44 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
             registry.join_threads();
             Err(err)
         }
+    }
+}
+
+#[cfg(all(test, not(flock_loom)))]
+mod tests {
+    use crate::Pool;
+
+    /// Without the `pin` feature, asking for pinning fails in `build()` with an error that
+    /// names the feature; an empty list is still the more specific `EmptyCoreList`.
+    #[test]
+    #[cfg(not(feature = "pin"))]
+    fn pinning_without_the_pin_feature_is_a_build_error() {
+        use crate::BuildError;
+        for builder in [
+            Pool::builder().pin_workers(true),
+            Pool::builder().pin_to([0]),
+        ] {
+            let err = builder.build().unwrap_err();
+            assert!(matches!(err, BuildError::PinningUnavailable), "{err:?}");
+            assert!(err.to_string().contains("`pin` feature"), "{err}");
+        }
+        let empty = Pool::builder().pin_to(Vec::new()).build().unwrap_err();
+        assert!(matches!(empty, BuildError::EmptyCoreList), "{empty:?}");
+    }
+
+    /// `pin_workers(false)` needs no pinning code, with or without the feature.
+    #[test]
+    fn no_pinning_builds_in_every_configuration() {
+        let pool = Pool::builder()
+            .workers(1)
+            .pin_workers(false)
+            .build()
+            .unwrap();
+        assert_eq!(pool.spawn(|| 7).join().unwrap(), 7);
+        assert!(pool
+            .stats()
+            .per_worker
+            .iter()
+            .all(|w| w.pinned_core.is_none()));
     }
 }

@@ -1,7 +1,22 @@
 //! Typed errors. A refused task always comes back inside its error.
+//!
+//! Two rules hold for every error here:
+//!
+//! * **They compose with `?`.** Each is `Send + Sync + 'static` and implements
+//!   [`std::error::Error`], so it converts into `Box<dyn Error + Send + Sync>` (and
+//!   `anyhow::Error`). A panic payload (`Box<dyn Any + Send>`, not `Sync`) and a refused task
+//!   (whatever closure it was) are held so that they are reached only by value, which makes
+//!   the error `Sync` whatever they are (see [`PanicPayload`]).
+//! * **Every public error enum is `#[non_exhaustive]`** ([`RejectReason`], [`WaitError`],
+//!   [`JoinError`], [`BuildError`], [`ResizeError`]): a new way to fail can come in a minor
+//!   release, so a `match` on one needs a `_` arm. The enums users pass in
+//!   ([`Backpressure`](crate::Backpressure)) or read as state
+//!   ([`WorkerState`](crate::WorkerState)) are not errors and stay exhaustive.
 
+use crate::unwind::PanicPayload;
 use std::any::Any;
 use std::fmt;
+use std::sync::Mutex;
 
 /// Why the pool refused a task.
 ///
@@ -12,6 +27,7 @@ use std::fmt;
 /// assert_eq!(pool.submit(|| ()).unwrap_err().reason(), RejectReason::Shutdown);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RejectReason {
     /// The queue was at capacity and the policy is [`Backpressure::Reject`](crate::Backpressure::Reject).
     Full,
@@ -22,6 +38,10 @@ pub enum RejectReason {
     /// [`Pool::submit_to`](crate::Pool::submit_to) named a lane this pool does not have.
     UnknownLane,
 }
+
+/// A bare reason is an error too: `map_err(|e| e.reason())` or [`SubmitError::into_reason`]
+/// drop the task and keep why.
+impl std::error::Error for RejectReason {}
 
 impl fmt::Display for RejectReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -47,24 +67,85 @@ impl fmt::Display for RejectReason {
 /// task(); // nothing was lost: run it here instead
 /// assert_eq!(rx.recv().unwrap(), 7);
 /// ```
+///
+/// It is `Send + Sync + 'static` whatever the closure holds (the closure is only reached by
+/// value, through [`into_inner`](Self::into_inner)), so `?` turns it into a
+/// `Box<dyn Error + Send + Sync>` or an `anyhow::Error` even for a task that captures something
+/// that is not `Sync`, such as a `Receiver`:
+///
+/// ```
+/// use std::error::Error;
+/// fn start(pool: &flock::Pool) -> Result<(), Box<dyn Error + Send + Sync>> {
+///     let (tx, rx) = std::sync::mpsc::channel::<u32>();
+///     pool.submit(move || while let Ok(n) = rx.recv() { drop(n) })?; // Receiver: !Sync
+///     tx.send(1)?;
+///     Ok(())
+/// }
+/// let pool = flock::Pool::new();
+/// start(&pool).unwrap();
+/// pool.shutdown().unwrap();
+/// assert!(start(&pool).unwrap_err().to_string().contains("shut down"));
+/// ```
 pub struct SubmitError<F> {
-    task: F,
+    /// In a `Mutex` only so that the error is `Sync` whatever `F` is: `Mutex<F>` is `Sync`
+    /// for any `F: Send`, and it is never locked (`into_inner` takes `self`).
+    task: Mutex<F>,
     reason: RejectReason,
 }
 
 impl<F> SubmitError<F> {
     pub(crate) fn new(task: F, reason: RejectReason) -> Self {
-        SubmitError { task, reason }
+        SubmitError {
+            task: Mutex::new(task),
+            reason,
+        }
     }
 
     /// Why the task was refused.
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool, RejectReason};
+    /// let pool = Pool::builder().lanes(&[("a", 1)]).build().unwrap();
+    /// let err = pool.submit_to("b", || ()).unwrap_err();
+    /// assert_eq!(err.reason(), RejectReason::UnknownLane);
+    /// ```
     pub fn reason(&self) -> RejectReason {
         self.reason
     }
 
     /// The refused task, unrun.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.shutdown().unwrap();
+    /// let answer = std::sync::Arc::new(std::sync::Mutex::new(0));
+    /// let slot = answer.clone();
+    /// let err = pool.submit(move || *slot.lock().unwrap() = 6 * 7).unwrap_err();
+    /// let task = err.into_inner();
+    /// task(); // run it on this thread instead
+    /// assert_eq!(*answer.lock().unwrap(), 42);
+    /// ```
     pub fn into_inner(self) -> F {
+        // Never poisoned: it is never locked.
         self.task
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Drops the task and keeps why it was refused: a plain `Copy` error for code that has
+    /// no use for the closure.
+    ///
+    /// ```
+    /// use flock::{Pool, RejectReason};
+    /// fn submit_or_reason(pool: &Pool) -> Result<(), RejectReason> {
+    ///     pool.submit(|| ()).map_err(flock::SubmitError::into_reason)
+    /// }
+    /// let pool = Pool::new();
+    /// pool.shutdown().unwrap();
+    /// assert_eq!(submit_or_reason(&pool), Err(RejectReason::Shutdown));
+    /// ```
+    pub fn into_reason(self) -> RejectReason {
+        self.reason
     }
 }
 
@@ -95,10 +176,16 @@ impl<F> std::error::Error for SubmitError<F> {}
 /// assert_eq!((err.accepted(), err.reason()), (0, RejectReason::Shutdown));
 /// assert_eq!(err.into_rejected().len(), 3); // nothing lost
 /// ```
+///
+/// Like [`SubmitError`], it is `Send + Sync + 'static` whatever the tasks hold, so `?` works
+/// into `Box<dyn Error + Send + Sync>`.
 pub struct BatchError<F> {
     accepted: usize,
     reason: RejectReason,
-    rejected: Vec<F>,
+    /// How many tasks `rejected` holds, for `Debug` and `Display`, which cannot lock it.
+    count: usize,
+    /// In a `Mutex` only to be `Sync` whatever `F` is (as in `SubmitError`); never locked.
+    rejected: Mutex<Vec<F>>,
 }
 
 impl<F> BatchError<F> {
@@ -106,23 +193,68 @@ impl<F> BatchError<F> {
         BatchError {
             accepted,
             reason,
-            rejected,
+            count: rejected.len(),
+            rejected: Mutex::new(rejected),
         }
     }
 
     /// How many tasks, from the start of the batch, the pool accepted (they run).
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool};
+    /// let pool = Pool::builder().workers(1).capacity(4).when_full(Backpressure::Reject).build().unwrap();
+    /// pool.pause(); // nothing starts, so the queue fills up
+    /// let err = pool.submit_batch((0..10).map(|i| move || drop(i))).unwrap_err();
+    /// assert_eq!(err.accepted(), 4); // the first four are queued and will run
+    /// assert_eq!(err.into_rejected().len(), 6);
+    /// pool.resume();
+    /// pool.wait().unwrap();
+    /// ```
     pub fn accepted(&self) -> usize {
         self.accepted
     }
 
     /// Why the first refused task was refused.
+    ///
+    /// ```
+    /// use flock::{Pool, RejectReason};
+    /// let pool = Pool::builder().lanes(&[("a", 1)]).build().unwrap();
+    /// let err = pool.submit_batch_to("b", (0..3).map(|_| || ())).unwrap_err();
+    /// assert_eq!(err.reason(), RejectReason::UnknownLane);
+    /// ```
     pub fn reason(&self) -> RejectReason {
         self.reason
     }
 
     /// The refused task and every task after it in the batch, unrun, in order.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.shutdown().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let err = pool
+    ///     .submit_batch((1..=3).map(|i| { let tx = tx.clone(); move || tx.send(i * 10).unwrap() }))
+    ///     .unwrap_err();
+    /// err.into_rejected().into_iter().for_each(|task| task()); // run here instead, in order
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [10, 20, 30]);
+    /// ```
     pub fn into_rejected(self) -> Vec<F> {
+        // Never poisoned: it is never locked.
         self.rejected
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Drops the refused tasks and keeps why they were refused.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// pool.shutdown().unwrap();
+    /// let err = pool.submit_batch((0..3).map(|i| move || drop(i))).unwrap_err();
+    /// assert_eq!(err.into_reason(), flock::RejectReason::Shutdown);
+    /// ```
+    pub fn into_reason(self) -> RejectReason {
+        self.reason
     }
 }
 
@@ -131,7 +263,7 @@ impl<F> fmt::Debug for BatchError<F> {
         f.debug_struct("BatchError")
             .field("accepted", &self.accepted)
             .field("reason", &self.reason)
-            .field("rejected", &self.rejected.len())
+            .field("rejected", &self.count)
             .finish()
     }
 }
@@ -141,9 +273,7 @@ impl<F> fmt::Display for BatchError<F> {
         write!(
             f,
             "{} task(s) of the batch refused after {} accepted: {}",
-            self.rejected.len(),
-            self.accepted,
-            self.reason
+            self.count, self.accepted, self.reason
         )
     }
 }
@@ -239,6 +369,7 @@ impl std::error::Error for ResizeError {
 /// assert_eq!(from_inside, Err(flock::WaitError::WouldDeadlock));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WaitError {
     /// Called from one of the pool's own workers, where waiting would wait for itself.
     WouldDeadlock,
@@ -274,9 +405,21 @@ impl std::error::Error for WaitError {}
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
+///
+/// It is `Send + Sync` (the panic payload is wrapped in a [`PanicPayload`]), so `join()?`
+/// works in a function returning `Box<dyn Error + Send + Sync>` or `anyhow::Result`:
+///
+/// ```
+/// use std::error::Error;
+/// fn answer(pool: &flock::Pool) -> Result<u32, Box<dyn Error + Send + Sync>> {
+///     Ok(pool.spawn(|| 6 * 7).join()?)
+/// }
+/// assert_eq!(answer(&flock::Pool::new()).unwrap(), 42);
+/// ```
+#[non_exhaustive]
 pub enum JoinError {
     /// The task panicked; this is its payload.
-    Panicked(Box<dyn Any + Send + 'static>),
+    Panicked(PanicPayload),
     /// [`JoinHandle::cancel`](crate::JoinHandle::cancel) removed it before it started.
     Cancelled,
     /// `shutdown_now` dropped it before it started.
@@ -287,14 +430,30 @@ pub enum JoinError {
 
 impl JoinError {
     /// Whether the task panicked.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// assert!(pool.spawn(|| panic!("no")).join().unwrap_err().is_panic());
+    /// pool.shutdown().unwrap();
+    /// assert!(!pool.spawn(|| ()).join().unwrap_err().is_panic()); // refused, not panicked
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self, JoinError::Panicked(_))
     }
 
-    /// The panic payload, if the task panicked.
+    /// The panic payload, if the task panicked: for `std::panic::resume_unwind`, to carry the
+    /// panic on in the joining thread, or for a downcast.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let err = pool.spawn(|| std::panic::panic_any(7u8)).join().unwrap_err();
+    /// let payload = err.into_panic().expect("it panicked");
+    /// assert_eq!(payload.downcast_ref::<u8>(), Some(&7));
+    /// // or: std::panic::resume_unwind(payload);
+    /// ```
     pub fn into_panic(self) -> Option<Box<dyn Any + Send + 'static>> {
         match self {
-            JoinError::Panicked(p) => Some(p),
+            JoinError::Panicked(p) => Some(p.into_inner()),
             _ => None,
         }
     }
@@ -305,7 +464,7 @@ impl fmt::Debug for JoinError {
         match self {
             JoinError::Panicked(p) => f
                 .debug_tuple("Panicked")
-                .field(&crate::unwind::payload_message(&**p).unwrap_or("<non-string payload>"))
+                .field(&p.message().unwrap_or("<non-string payload>"))
                 .finish(),
             JoinError::Cancelled => f.write_str("Cancelled"),
             JoinError::Dropped => f.write_str("Dropped"),
@@ -320,7 +479,7 @@ impl fmt::Display for JoinError {
             JoinError::Panicked(p) => write!(
                 f,
                 "the task panicked: {}",
-                crate::unwind::payload_message(&**p).unwrap_or("<non-string payload>")
+                p.message().unwrap_or("<non-string payload>")
             ),
             JoinError::Cancelled => f.write_str("the task was cancelled before it started"),
             JoinError::Dropped => {
@@ -369,6 +528,9 @@ pub enum BuildError {
     },
     /// Pinning was asked for but the OS reported no cores this process may run on.
     NoCoresToPin,
+    /// Pinning was asked for (`pin_workers(true)` or `pin_to`) in a build without the `pin`
+    /// feature, which brings in the code that pins.
+    PinningUnavailable,
     /// The OS refused to pin a worker to its core.
     PinFailed {
         /// The worker's index.
@@ -445,6 +607,10 @@ impl fmt::Display for BuildError {
             BuildError::NoCoresToPin => {
                 f.write_str("pinning was asked for but the OS lists no core for this process; drop pin_workers/pin_to")
             }
+            BuildError::PinningUnavailable => f.write_str(
+                "pinning was asked for but flock-pool was built without its `pin` feature; \
+                 enable the feature (it is on by default) or drop pin_workers/pin_to",
+            ),
             BuildError::PinFailed { worker, core } => {
                 write!(f, "the OS refused to pin worker {worker} to core {core}")
             }

@@ -1,23 +1,156 @@
-//! flock: a multi-threaded work-stealing task pool.
+//! flock: a multi-threaded work-stealing task pool, with backpressure, priority lanes, live
+//! resizing, panics caught per task, cheap always-on statistics and a C ABI.
 //!
-//! Each worker owns a Chase-Lev deque (`crossbeam-deque`); tasks submitted from outside the
-//! pool go to a shared injector, tasks submitted by tasks go to their worker's own deque, and
-//! idle workers steal. Idle workers spin briefly, then park on a futex with no timer; the
-//! protocol that makes that safe (no lost wake-up, no thundering herd) is written down in
-//! `src/sleep/README.md`.
+//! The package is `flock-pool` on crates.io; the library is `flock`:
+//!
+//! ```toml
+//! [dependencies]
+//! flock-pool = "0.1"
+//! ```
 //!
 //! ```
 //! use flock::{Backpressure, Pool};
 //!
-//! let pool = Pool::builder().capacity(10_000).when_full(Backpressure::Block).build()?;
-//! pool.submit(|| println!("fire and forget"))?;
-//! let answer = pool.spawn(|| 6 * 7);
-//! let (a, b) = pool.join(|| 1 + 1, || 2 + 2);
+//! let pool = Pool::builder()
+//!     .workers(4)                     // default: the CPUs this process may use
+//!     .capacity(10_000)               // bound on queued tasks (default 65,536)
+//!     .when_full(Backpressure::Block) // or Reject, CallerRuns, SpawnThread
+//!     .build()?;
+//! pool.submit(|| println!("fire and forget"))?; // a refused task comes back in the error
+//! let answer = pool.spawn(|| 6 * 7);            // a result through a JoinHandle
+//! let (a, b) = pool.join(|| 1 + 1, || 2 + 2);   // fork-join
 //! assert_eq!((answer.join()?, a, b), (42, 2, 4));
-//! pool.wait()?;
-//! pool.shutdown()?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! pool.wait()?;                                 // everything accepted so far has finished
+//! pool.shutdown()?;                             // run what is queued, join every thread
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
+//!
+//! # When to use flock, and when not
+//!
+//! * **Against [rayon](https://docs.rs/rayon)**: rayon is the tool for data parallelism
+//!   (`par_iter`) and for fork-join inside one computation, and is faster than flock at
+//!   `join` itself. flock is a *service* pool: tasks arrive from many threads over the life
+//!   of a program, and it gives you what a long-running service needs around them: a bound on
+//!   queued work with a policy for when it is reached ([`Backpressure`]), tasks handed back
+//!   when refused ([`SubmitError::into_inner`]), graceful and immediate shutdown, weighted
+//!   [priority lanes](#lanes), [`Pool::resize`], [`Pool::pause`], and statistics you can
+//!   export ([`Stats`]). It has [`Pool::join`], [`Pool::scope`] and [`Pool::for_each`] too,
+//!   for the parallel parts of such tasks.
+//! * **Against [threadpool](https://docs.rs/threadpool)** and pools built on one channel:
+//!   those share one queue between all workers; flock gives each worker a Chase-Lev deque
+//!   (tasks spawned by a task stay on its worker, with no lock), lets idle workers steal, and
+//!   parks them on a futex with no timer, so an idle pool costs no CPU. Its
+//!   [benchmarks](https://github.com/flock-pool/flock/blob/main/docs/bench.md) compare all
+//!   of these on the same workloads.
+//! * **Against tokio's `spawn_blocking`**: that pool exists to keep blocking calls off an
+//!   async runtime's workers, and grows to hundreds of threads; it is the right place for
+//!   blocking I/O. flock keeps the number of workers you chose for CPU-bound work (until you
+//!   [`resize`](Pool::resize) it), so a burst queues, up to its capacity, instead of
+//!   starting threads. A flock task is a plain
+//!   closure; to wait for one from async code, send its result through a oneshot channel.
+//!
+//! # Tasks, results and borrowing
+//!
+//! [`Pool::submit`] runs a closure and forgets it; [`Pool::spawn`] returns a [`JoinHandle`]
+//! whose [`join`](JoinHandle::join) gives the value (or a [`JoinError`] saying why there is
+//! none: a panic, a cancel, a refusal). [`Pool::scope`] runs tasks that borrow from the
+//! caller's stack ([`Scope::spawn`]); [`Pool::join`] runs two closures in parallel; and
+//! [`Pool::for_each`] is a parallel `for` over a range. [`Pool::submit_batch`] queues many
+//! tasks for the cost of a few. A panicking task is caught and counted, and passed to the
+//! [`panic_handler`](PoolBuilder::panic_handler) if there is one; it never takes a worker
+//! down.
+//!
+//! # The global pool
+//!
+//! Small programs need no `Pool` of their own: [`flock::submit`](submit),
+//! [`flock::spawn`](spawn) and [`global`] use one process-wide pool, built on first use with
+//! the defaults (`FLOCK_WORKERS` sets its size) and never dropped.
+//!
+//! ```
+//! flock::submit(|| println!("on the process-wide pool"))?;
+//! assert_eq!(flock::spawn(|| 2 + 2).join()?, 4);
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+//! ```
+//!
+//! # Lanes
+//!
+//! A pool may have several named lanes with weights: when more than one has work, each
+//! worker shares its time between them by weight (fair queueing on run time), first in,
+//! first out within a lane, and an idle lane costs nothing. A long task can call
+//! [`yield_to_lanes`] between slices of its work to let heavier lanes' due tasks run there.
+//!
+//! ```
+//! let pool = flock::Pool::builder()
+//!     .lanes(&[("interactive", 8), ("batch", 1)]) // 8:1 when both are busy
+//!     .build()?;
+//! pool.submit_to("batch", || { /* a nightly report */ })?;
+//! pool.submit_to("interactive", || { /* a user's click: served at the next task boundary */ })?;
+//! pool.wait()?;
+//! assert_eq!(pool.stats().lanes[1].executed, 1);
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+//! ```
+//!
+//! # Errors
+//!
+//! Every error is `Send + Sync + 'static` and implements [`std::error::Error`], so `?` turns
+//! it into `Box<dyn Error + Send + Sync>` or an `anyhow::Error`, whatever the refused task
+//! captures; a refused task comes back inside its error. The error enums are
+//! `#[non_exhaustive]`.
+//!
+//! ```
+//! use std::error::Error;
+//! fn run(pool: &flock::Pool) -> Result<u32, Box<dyn Error + Send + Sync>> {
+//!     let (tx, rx) = std::sync::mpsc::channel();
+//!     pool.submit(move || tx.send(20).unwrap())?;    // SubmitError
+//!     let doubled = pool.spawn(move || rx.recv().unwrap() * 2); // rx is not Sync: fine
+//!     Ok(doubled.join()? + 2)                         // JoinError
+//! }
+//! assert_eq!(run(&flock::Pool::new()).unwrap(), 42);
+//! ```
+//!
+//! # Statistics and Prometheus
+//!
+//! [`Pool::stats`] takes a [`Stats`] snapshot at any time: tasks submitted, completed,
+//! panicked, refused by reason, queue depths, per-worker and per-lane counts, and latency
+//! histograms when the pool is built with [`track_latency`](PoolBuilder::track_latency). It
+//! prints as a table, and [`Stats::to_prometheus`] / [`prometheus_text`] write the
+//! Prometheus text format, the pool's name in a `pool` label, so several pools share one
+//! `/metrics` endpoint:
+//!
+//! ```
+//! let (db, io) = (flock::Pool::new(), flock::Pool::new());
+//! let text = flock::prometheus_text([("db", &db.stats()), ("io", &io.stats())]);
+//! assert!(text.contains("flock_workers{pool=\"io\"}"));
+//! ```
+//!
+//! # Cargo features
+//!
+//! * `stats` (default): the statistics counters of [`Stats`] (refusals by reason, caller
+//!   runs, helper threads, lane reserve runs, steals, injector takes, local pushes, parks,
+//!   wake-ups, per-lane counts). Without it they compile to nothing, read 0 and are left out
+//!   of the Prometheus text ([`prometheus_text`]); the counts `wait()` and shutdown rely on
+//!   (submitted, completed, panicked, dropped, in flight), queue depths, worker states and
+//!   the latency histograms stay.
+//! * `pin` (default): pinning workers to cores ([`PoolBuilder::pin_workers`],
+//!   [`PoolBuilder::pin_to`]) through the `core_affinity` crate. Without it that dependency
+//!   is not built, and a builder that asks for pinning fails with
+//!   [`BuildError::PinningUnavailable`].
+//!
+//! # How it works
+//!
+//! Each worker owns a Chase-Lev deque (`crossbeam-deque`); tasks submitted from outside the
+//! pool go to a shared injector, tasks submitted by tasks go to their worker's own deque, and
+//! idle workers steal. Idle workers spin briefly, then park on a futex with no timer. The
+//! protocol that makes that safe (no lost wake-up, no thundering herd) is written down in
+//! [`src/sleep/README.md`](https://github.com/flock-pool/flock/blob/main/src/sleep/README.md),
+//! and checked with loom, Miri and ThreadSanitizer. A submit racing `shutdown` is either run
+//! or handed back, never lost.
+//!
+//! # From C and C++
+//!
+//! The repository's [`ffi/`](https://github.com/flock-pool/flock/tree/main/ffi) crate builds
+//! `libflock.so` and `libflock.a` with the header `include/flock.h` and a header-only C++
+//! wrapper; it is not part of this package.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![warn(rust_2018_idioms)]
 
@@ -30,6 +163,7 @@ mod join;
 mod lane;
 mod latch;
 mod metrics;
+mod pin;
 mod pool;
 mod registry;
 mod reserve;
@@ -49,12 +183,32 @@ pub use error::{
 };
 pub use global::{global, spawn, submit, try_global};
 pub use lane::{Lane, LaneId, MAX_LANES};
-pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
+pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::JoinHandle;
-pub use unwind::TaskPanic;
+pub use unwind::{PanicPayload, TaskPanic};
 pub use worker::{current_worker_index, yield_to_lanes};
+
+/// Every public error enum is `#[non_exhaustive]`: a `match` without a `_` arm does not
+/// compile outside the crate (one doctest per enum; each compiles with the `_` arm).
+///
+/// ```compile_fail
+/// fn f(e: flock::RejectReason) -> u8 { use flock::RejectReason::*; match e { Full => 0, Timeout => 1, Shutdown => 2, UnknownLane => 3 } }
+/// ```
+/// ```compile_fail
+/// fn f(e: flock::WaitError) -> u8 { use flock::WaitError::*; match e { WouldDeadlock => 0, Timeout => 1, Paused => 2 } }
+/// ```
+/// ```compile_fail
+/// fn f(e: flock::JoinError) -> u8 { use flock::JoinError::*; match e { Panicked(_) => 0, Cancelled => 1, Dropped => 2, Refused(_) => 3 } }
+/// ```
+/// ```
+/// fn r(e: flock::RejectReason) -> u8 { use flock::RejectReason::*; match e { Full => 0, Timeout => 1, Shutdown => 2, UnknownLane => 3, _ => 4 } }
+/// fn w(e: flock::WaitError) -> u8 { use flock::WaitError::*; match e { WouldDeadlock => 0, Timeout => 1, Paused => 2, _ => 3 } }
+/// fn j(e: flock::JoinError) -> u8 { use flock::JoinError::*; match e { Panicked(_) => 0, Cancelled => 1, Dropped => 2, Refused(_) => 3, _ => 4 } }
+/// ```
+#[cfg(doctest)]
+pub struct NonExhaustiveErrors;
 
 /// The README's examples, compiled and run as doctests so the front door never lies.
 #[cfg(doctest)]
@@ -71,6 +225,9 @@ mod tests {
     fn public_handles_are_send_and_sync() {
         assert_send_sync::<Pool>();
         assert_send_sync::<Scope<'static>>();
+        assert_send_sync::<JoinError>();
+        assert_send_sync::<TaskPanic>();
+        assert_send_sync::<SubmitError<std::sync::mpsc::Receiver<()>>>();
         fn assert_send<T: Send>() {}
         assert_send::<JoinHandle<u32>>();
     }

@@ -155,8 +155,16 @@ impl Pool {
     {
         match lane.resolve(&self.registry.cfg.lanes) {
             Some(lane) => self.submit_in(Some(lane), task),
-            None => Err(SubmitError::new(task, RejectReason::UnknownLane)),
+            None => Err(self.refuse_unknown_lane(task)),
         }
+    }
+
+    /// Counts a task refused for naming a lane this pool does not have (in
+    /// `Stats::rejected_unknown_lane`) and hands it back.
+    #[cold]
+    fn refuse_unknown_lane<F>(&self, task: F) -> SubmitError<F> {
+        self.registry.count_refused(RejectReason::UnknownLane, 1);
+        SubmitError::new(task, RejectReason::UnknownLane)
     }
 
     fn submit_in<F>(&self, lane: Option<usize>, task: F) -> Result<(), SubmitError<F>>
@@ -231,11 +239,12 @@ impl Pool {
     {
         match lane.resolve(&self.registry.cfg.lanes) {
             Some(lane) => self.batch_in(Some(lane), tasks),
-            None => Err(BatchError::new(
-                0,
-                RejectReason::UnknownLane,
-                tasks.into_iter().collect(),
-            )),
+            None => {
+                let tasks: Vec<_> = tasks.into_iter().collect();
+                let reason = RejectReason::UnknownLane;
+                self.registry.count_refused(reason, tasks.len() as u64);
+                Err(BatchError::new(0, reason, tasks))
+            }
         }
     }
 
@@ -291,32 +300,40 @@ impl Pool {
         }
     }
 
-    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (0: about
-    /// four tasks per worker), and returns when all calls have finished. The tasks are queued
-    /// as one batch (see [`Scope::spawn_batch`]); `f` may borrow from the caller. A panic in
-    /// `f` is re-raised here after every task has finished. Called from one of the pool's
-    /// tasks, the worker runs other tasks while it waits.
+    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (`None`:
+    /// the pool chooses, about four tasks per worker), and returns when all calls have
+    /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
+    /// borrow from the caller. A panic in `f` is re-raised here after every task has
+    /// finished. Called from one of the pool's tasks, the worker runs other tasks while it
+    /// waits.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// let pool = flock::Pool::new();
     /// let sum = AtomicU64::new(0);
-    /// pool.for_each(0..1_000, 64, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
-    /// assert_eq!(sum.into_inner(), 499_500);
+    /// pool.for_each(0..1_000, None, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// pool.for_each(0..1_000, Some(64), |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// assert_eq!(sum.into_inner(), 2 * 499_500);
     /// ```
-    pub fn for_each<F>(&self, range: Range<usize>, chunk: usize, f: F)
+    ///
+    /// # Panics
+    ///
+    /// With `Some(0)`, which would make no progress (as `slice::chunks(0)` panics), and when
+    /// `f` panics.
+    pub fn for_each<F>(&self, range: Range<usize>, chunk: Option<usize>, f: F)
     where
         F: Fn(usize) + Sync,
     {
+        assert_ne!(
+            chunk,
+            Some(0),
+            "for_each: a chunk of 0 indices; pass None to let the pool choose"
+        );
         let len = range.len();
         if len == 0 {
             return;
         }
-        let chunk = if chunk == 0 {
-            len.div_ceil(4 * self.workers()).max(1)
-        } else {
-            chunk
-        };
+        let chunk = chunk.unwrap_or_else(|| len.div_ceil(4 * self.workers()).max(1));
         let f = &f;
         let end = range.end;
         self.scope(|s| {
@@ -384,7 +401,7 @@ impl Pool {
                 Ok(handle) => return handle,
                 Err(refused) => refused.reason(),
             },
-            None => RejectReason::UnknownLane,
+            None => self.refuse_unknown_lane(()).reason(),
         };
         JoinHandle::refused(&self.registry, refused)
     }

@@ -378,8 +378,8 @@ impl Registry {
             RejectReason::Full => Stat::RejectedFull,
             RejectReason::Timeout => Stat::RejectedTimeout,
             RejectReason::Shutdown => Stat::RejectedShutdown,
-            // Refused before anything is entered or counted (`Pool::submit_to`).
-            RejectReason::UnknownLane => return,
+            // Refused before anything is entered (`Pool::submit_to`), counted from there.
+            RejectReason::UnknownLane => Stat::RejectedUnknownLane,
         };
         shard.stat_shared(stat, n);
     }

@@ -11,6 +11,25 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A scope in which tasks may borrow anything that outlives `'scope`; see
 /// [`Pool::scope`](crate::Pool::scope).
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// let mut halves = [vec![1, 2], vec![3, 4]];
+/// let total = std::sync::atomic::AtomicI32::new(0);
+/// pool.scope(|s| {
+///     for half in halves.iter_mut() {
+///         let total = &total; // borrowed from the stack, not 'static
+///         s.spawn(move |s| {
+///             half.iter_mut().for_each(|x| *x *= 10);
+///             s.spawn(move |_| {
+///                 total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///             });
+///         });
+///     }
+/// }); // returns when every task spawned in the scope, nested ones too, has finished
+/// assert_eq!(halves, [vec![10, 20], vec![30, 40]]);
+/// assert_eq!(total.into_inner(), 2);
+/// ```
 pub struct Scope<'scope> {
     registry: Arc<Registry>,
     /// Tasks not yet finished, plus one for the scope's body while it runs.
@@ -237,5 +256,16 @@ impl<'scope> Scope<'scope> {
             (Ok(_), Some(p)) => resume_unwind(p),
             (Ok(value), None) => value,
         }
+    }
+}
+
+/// Shows the scope's `pending` count: its tasks not yet finished, plus one while the scope's
+/// body runs.
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            // Relaxed: a snapshot for a reader; it orders nothing.
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }

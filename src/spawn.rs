@@ -237,6 +237,16 @@ impl<T> JoinHandle<T> {
     ///
     /// Called from a worker of the same pool, the worker runs other tasks while it waits
     /// (so joining a task you spawned cannot deadlock the pool).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(flock::Pool::builder().workers(1).build()?);
+    /// let inner = pool.clone();
+    /// // One worker, and a task that joins another task: the waiting worker runs it.
+    /// let outer = pool.spawn(move || inner.spawn(|| 20).join().unwrap() + 1);
+    /// assert_eq!(outer.join()?, 21);
+    /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    /// ```
     pub fn join(self) -> Result<T, JoinError> {
         let header = self.cell.header();
         if !header.latch.probe() {
@@ -250,7 +260,7 @@ impl<T> JoinHandle<T> {
             // `join` takes `self`, so this is the only reader.
             DONE => match unsafe { (*header.result.get()).take() } {
                 Some(Ok(value)) => Ok(value),
-                Some(Err(payload)) => Err(JoinError::Panicked(payload)),
+                Some(Err(payload)) => Err(JoinError::Panicked(payload.into())),
                 None => unreachable!("flock: a finished task's result is taken once"),
             },
             CANCELLED => Err(JoinError::Cancelled),
@@ -264,6 +274,18 @@ impl<T> JoinHandle<T> {
     }
 
     /// Whether the task has ended (run, cancelled, dropped or refused); `join` will not block.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let (go, wait) = std::sync::mpsc::channel::<()>();
+    /// let handle = pool.spawn(move || wait.recv().unwrap());
+    /// assert!(!handle.is_finished()); // blocked on the channel
+    /// go.send(()).unwrap();
+    /// while !handle.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// handle.join().unwrap(); // returns at once
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.cell.header().latch.probe()
     }

@@ -4,8 +4,78 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, PoisonError};
 
-/// A panic raised by a task, as handed to the pool's panic handler.
+/// The value a task panicked with (what `panic!` or `panic_any` was given), in a form that is
+/// `Send + Sync` so that errors holding it work with `?` and `anyhow`.
+///
+/// A payload is a `Box<dyn Any + Send>`, which is not `Sync`; tokio's `JoinError` solves this
+/// by holding it where only a `&mut` or an owner can reach it, and so does this type (without
+/// `unsafe`: a `Mutex` that is never locked). Its message, when the payload is a string, is
+/// copied out when the panic is caught, so [`message`](Self::message) needs no lock.
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// let err = pool.spawn(|| panic!("disk full")).join().unwrap_err();
+/// let flock::JoinError::Panicked(payload) = err else { unreachable!() };
+/// assert_eq!(payload.message(), Some("disk full"));
+/// let raw: Box<dyn std::any::Any + Send> = payload.into_inner();
+/// assert_eq!(raw.downcast_ref::<&str>(), Some(&"disk full"));
+/// ```
+pub struct PanicPayload {
+    message: Option<Box<str>>,
+    payload: Mutex<Box<dyn Any + Send + 'static>>,
+}
+
+impl PanicPayload {
+    /// The panic message, when the payload is a string (as `panic!("...")` makes it).
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let err = pool.spawn(|| std::panic::panic_any(3u8)).join().unwrap_err();
+    /// let flock::JoinError::Panicked(payload) = err else { unreachable!() };
+    /// assert_eq!(payload.message(), None); // not a string
+    /// ```
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The raw payload, for `std::panic::resume_unwind` or a downcast.
+    ///
+    /// ```should_panic
+    /// let pool = flock::Pool::new();
+    /// let err = pool.spawn(|| panic!("carried on")).join().unwrap_err();
+    /// let flock::JoinError::Panicked(payload) = err else { unreachable!() };
+    /// std::panic::resume_unwind(payload.into_inner()); // the panic goes on here
+    /// ```
+    pub fn into_inner(self) -> Box<dyn Any + Send + 'static> {
+        // Never poisoned: it is never locked.
+        self.payload
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Wraps a payload caught by `catch_unwind`.
+impl From<Box<dyn Any + Send + 'static>> for PanicPayload {
+    fn from(payload: Box<dyn Any + Send + 'static>) -> Self {
+        PanicPayload {
+            message: payload_message(&*payload).map(Box::from),
+            payload: Mutex::new(payload),
+        }
+    }
+}
+
+impl fmt::Debug for PanicPayload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PanicPayload")
+            .field("message", &self.message())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A panic raised by a task, as handed to the pool's panic handler. `Send + Sync`, like
+/// [`PanicPayload`], which it holds.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -24,28 +94,73 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// ```
 pub struct TaskPanic {
     worker: Option<usize>,
-    payload: Box<dyn Any + Send + 'static>,
+    payload: PanicPayload,
 }
 
 impl TaskPanic {
     pub(crate) fn new(worker: Option<usize>, payload: Box<dyn Any + Send + 'static>) -> Self {
-        TaskPanic { worker, payload }
+        TaskPanic {
+            worker,
+            payload: payload.into(),
+        }
     }
 
     /// The index of the worker the task ran on; `None` when it ran on a submitting thread
     /// (`Backpressure::CallerRuns`) or a helper thread (`Backpressure::SpawnThread`).
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool};
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let pool = Pool::builder()
+    ///     .workers(1)
+    ///     .capacity(1)
+    ///     .when_full(Backpressure::CallerRuns)
+    ///     .panic_handler(move |p| tx.send(p.worker()).unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// pool.submit(|| panic!("on a worker")).unwrap();
+    /// assert_eq!(rx.recv().unwrap(), Some(0));
+    /// pool.pause(); // nothing starts: the next task fills the queue, the one after runs here
+    /// pool.submit(|| ()).unwrap();
+    /// pool.submit(|| panic!("on the caller")).unwrap();
+    /// assert_eq!(rx.recv().unwrap(), None);
+    /// pool.resume();
+    /// ```
     pub fn worker(&self) -> Option<usize> {
         self.worker
     }
 
     /// The panic message, when the payload is a string (as `panic!("...")` makes it).
+    ///
+    /// ```
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let pool = flock::Pool::builder()
+    ///     .panic_handler(move |p| tx.send(p.message().map(str::to_owned)).unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// pool.submit(|| panic!("code {}", 7)).unwrap();
+    /// pool.submit(|| std::panic::panic_any(7)).unwrap();
+    /// let mut seen = vec![rx.recv().unwrap(), rx.recv().unwrap()];
+    /// seen.sort();
+    /// assert_eq!(seen, [None, Some("code 7".to_owned())]);
+    /// ```
     pub fn message(&self) -> Option<&str> {
-        payload_message(&*self.payload)
+        self.payload.message()
     }
 
     /// The raw panic payload, for `std::panic::resume_unwind` or downcasting.
+    ///
+    /// ```
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let pool = flock::Pool::builder()
+    ///     .panic_handler(move |p| tx.send(p.into_payload()).unwrap())
+    ///     .build()
+    ///     .unwrap();
+    /// pool.submit(|| std::panic::panic_any(42u64)).unwrap();
+    /// assert_eq!(rx.recv().unwrap().downcast_ref::<u64>(), Some(&42));
+    /// ```
     pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
-        self.payload
+        self.payload.into_inner()
     }
 }
 

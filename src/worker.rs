@@ -157,7 +157,7 @@ pub(crate) fn run(
     core: Option<usize>,
     ready: impl FnOnce(bool),
 ) {
-    let pinned = core.is_none_or(|id| core_affinity::set_for_current(core_affinity::CoreId { id }));
+    let pinned = core.is_none_or(crate::pin::pin_current_thread);
     let locals = registry.take_slot(index);
     let lanes = locals.len();
     registry

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 /// After shutdown, a scope's tasks (spawned one by one and as a batch) and a `join` from
 /// outside run on the caller: they ran, so they are not refused; they are not the pool's
 /// tasks, so nothing else counts them either. A plain submit is refused and counted.
-#[cfg(feature = "metrics")]
+#[cfg(feature = "stats")]
 #[test]
 fn tasks_run_on_the_caller_after_shutdown_are_not_counted_refused() {
     watchdog(30, "scope and join after shutdown", || {

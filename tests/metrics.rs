@@ -1,6 +1,6 @@
 //! Every counter against a workload whose true values are known; monotonic snapshots under
 //! stress; Prometheus output parsed back.
-#![cfg(feature = "metrics")]
+#![cfg(feature = "stats")]
 
 mod common;
 
@@ -308,7 +308,13 @@ fn prometheus_text_parses_back() {
             }
             None => (series, String::new()),
         };
-        assert!(name.starts_with("svc_1_pool_"), "prefix sanitised: {name}");
+        // The pool's name is a label, any characters allowed; the names are flock's own.
+        let labels = labels
+            .strip_prefix("pool=\"svc-1.pool\"")
+            .unwrap_or_else(|| panic!("pool label first: {line}"))
+            .trim_start_matches(',')
+            .to_owned();
+        assert!(name.starts_with("flock_"), "{name}");
         assert!(
             name.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
@@ -343,11 +349,8 @@ fn prometheus_text_parses_back() {
             .unwrap()
             .2
     };
-    assert_eq!(get("svc_1_pool_tasks_completed_total"), 500.0);
-    for hist in [
-        "svc_1_pool_queue_wait_seconds",
-        "svc_1_pool_run_time_seconds",
-    ] {
+    assert_eq!(get("flock_tasks_completed_total"), 500.0);
+    for hist in ["flock_queue_wait_seconds", "flock_run_time_seconds"] {
         let buckets: Vec<(f64, f64)> = values
             .iter()
             .filter(|(n, _, _)| *n == format!("{hist}_bucket"))

@@ -162,7 +162,7 @@ fn join_and_scope_inside_a_running_task_complete_while_paused() {
                 started_tx.send(()).unwrap();
                 gate.wait();
                 let sum = AtomicU64::new(0);
-                p.for_each(0..100, 1, |i| {
+                p.for_each(0..100, Some(1), |i| {
                     sum.fetch_add(i as u64, SeqCst);
                 });
                 sum.into_inner()

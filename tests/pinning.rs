@@ -1,4 +1,5 @@
-//! Pinning workers to cores.
+//! Pinning workers to cores (the `pin` feature, on by default).
+#![cfg(feature = "pin")]
 
 use flock::{BuildError, Pool};
 

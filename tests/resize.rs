@@ -387,7 +387,7 @@ fn start_and_stop_hooks_follow_resizes() {
 }
 
 /// The CPUs the calling thread may run on, as the kernel lists them.
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "pin", target_os = "linux"))]
 fn allowed_cpus() -> String {
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
     status
@@ -397,12 +397,13 @@ fn allowed_cpus() -> String {
         .unwrap_or_default()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(feature = "pin", not(target_os = "linux")))]
 fn allowed_cpus() -> String {
     String::new()
 }
 
 #[test]
+#[cfg(feature = "pin")]
 #[cfg_attr(
     miri,
     ignore = "Miri does not pin threads; the test reads the OS's affinity"

@@ -112,7 +112,7 @@ fn overload_with_stalled_workers_stays_bounded() {
             acc <= capacity + workers,
             "accepted {acc} > capacity + workers"
         );
-        if cfg!(feature = "metrics") {
+        if cfg!(feature = "stats") {
             assert_eq!(rejected_full, offered - acc, "the rest was refused");
         }
         assert_eq!(

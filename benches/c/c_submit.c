@@ -7,12 +7,12 @@
  * worker per CPU this process may run on, capacity 65,536, FLOCK_WHEN_FULL_BLOCK, no latency
  * tracking), as the Rust side's `flock` has.
  *
- * The task mirrors the Rust body (benches/common/workloads.rs, one_submitter) operation for
+ * The task mirrors the Rust body (benches/benches/common/workloads.rs, one_submitter) operation for
  * operation, so that the difference is the C ABI and not the task: the Rust side clones an
  * Arc per submit (a relaxed increment of a shared count), and each task bumps a relaxed hit
  * counter and drops its Arc (a release decrement); here a shared struct holds both counts.
  *
- * Built and run by examples/bench_report.rs (static link against libflock.a):
+ * Built and run by benches/examples/bench_report.rs (static link against libflock.a):
  *   cargo build --release -p flock-ffi
  *   cc -O2 -std=c11 -Iinclude benches/c/c_submit.c $CARGO_TARGET_DIR/release/libflock.a \
  *      -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -o c_submit

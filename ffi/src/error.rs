@@ -128,6 +128,9 @@ impl From<RejectReason> for flock_status {
             RejectReason::Timeout => flock_status::FLOCK_ERR_TIMEOUT,
             RejectReason::Shutdown => flock_status::FLOCK_ERR_SHUTDOWN,
             RejectReason::UnknownLane => flock_status::FLOCK_ERR_UNKNOWN_LANE,
+            // RejectReason is non_exhaustive: a reason added later is reported as a bad
+            // argument until a status of its own is published for it.
+            _ => flock_status::FLOCK_ERR_INVALID_ARGUMENT,
         }
     }
 }
@@ -138,6 +141,8 @@ impl From<WaitError> for flock_status {
             WaitError::WouldDeadlock => flock_status::FLOCK_ERR_WOULD_DEADLOCK,
             WaitError::Timeout => flock_status::FLOCK_ERR_TIMEOUT,
             WaitError::Paused => flock_status::FLOCK_ERR_PAUSED,
+            // WaitError is non_exhaustive: as for RejectReason above.
+            _ => flock_status::FLOCK_ERR_INVALID_ARGUMENT,
         }
     }
 }

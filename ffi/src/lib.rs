@@ -3,7 +3,8 @@
 //! This crate builds `libflock.so` and `libflock.a`; `include/flock.h` declares what they
 //! export (generated from this crate by a pinned cbindgen, see `ffi/README.md`) and
 //! `include/flock.hpp` wraps it for C++. It owns every `extern "C"` function and every raw
-//! pointer C hands in; the core crate (`flock`, imported here as `flock_core`) has no C in it.
+//! pointer C hands in; the core crate (package `flock-pool`, library `flock`, imported here as
+//! `flock_core`) has no C in it.
 //!
 //! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `lane`
 //! (`flock_lane_t`, finding a lane by name), `pool` (`flock_pool_t`, waiting and shutdown),

@@ -47,8 +47,8 @@ pub struct flock_stats {
     pub completed: u64,
     /// Tasks that failed (flock_task_fail, a thrown C++ exception in flock.hpp).
     pub panicked: u64,
-    /// Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown). A
-    /// submit to a lane the pool lacks (FLOCK_ERR_UNKNOWN_LANE) is not counted.
+    /// Tasks refused, all reasons (rejected_full + rejected_timeout + rejected_shutdown, and
+    /// submits to a lane the pool lacks, FLOCK_ERR_UNKNOWN_LANE).
     pub rejected: u64,
     /// Tasks discarded unrun by FLOCK_SHUTDOWN_NOW.
     pub dropped: u64,

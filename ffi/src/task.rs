@@ -261,9 +261,9 @@ pub unsafe extern "C" fn flock_submit_lane(
 ///
 /// Returns FLOCK_OK when the task was accepted (see flock_submit_ex for what follows);
 /// FLOCK_ERR_UNKNOWN_LANE when the pool has no lane number `lane`, FLOCK_ERR_FULL,
-/// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused (a refusal for an
-/// unknown lane is not counted in flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task is
-/// NULL; FLOCK_ERR_PANIC. On every error, as with flock_submit_ex, neither task nor drop is
+/// FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused (every refusal, an
+/// unknown lane's too, is counted in flock_stats_t.rejected); FLOCK_ERR_NULL when pool or task
+/// is NULL; FLOCK_ERR_PANIC. On every error, as with flock_submit_ex, neither task nor drop is
 /// called and the caller still owns arg.
 ///
 /// Thread-safety: as flock_submit_ex.
@@ -302,7 +302,7 @@ pub unsafe extern "C" fn flock_submit_lane_ex(
 /// FLOCK_ERR_SHUTDOWN), it stores in *accepted how many tasks from the start of args were
 /// accepted before it (0 for FLOCK_ERR_UNKNOWN_LANE): those run as flock_submit's do, and
 /// that one and every later one were not accepted and will not run (the caller still owns
-/// their arguments; each is counted in flock_stats_t.rejected, except for an unknown lane).
+/// their arguments; each is counted in flock_stats_t.rejected, an unknown lane's too).
 /// Unlike other calls, these errors write *accepted. FLOCK_ERR_NULL when pool, task or
 /// accepted is NULL, or args is NULL while n is not 0 (*accepted untouched, no task
 /// accepted). n 0 is FLOCK_OK with *accepted 0.

@@ -47,8 +47,10 @@ pub(crate) enum Stat {
     Wakeups,
     /// Tasks the lane reserve ran (`src/reserve.rs`).
     ReserveRuns,
+    /// Tasks refused because they named a lane the pool does not have.
+    RejectedUnknownLane,
 }
-const STATS: usize = 12;
+const STATS: usize = 13;
 
 /// Per-lane statistics, kept only when the pool has more than one lane (but `Claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +63,7 @@ pub(crate) enum LaneStat {
     BusyNs,
     /// Jobs taken out of the lane's bundles (`Bundle::claim`): not a statistic but what
     /// `Stats::queued` subtracts from `LaneQueue::bundled`, so it is kept with one lane
-    /// and without the `metrics` feature too.
+    /// and without the `stats` feature too.
     Claimed,
 }
 const LANE_STATS: usize = 4;
@@ -142,11 +144,11 @@ impl Shard {
     }
 
     /// Adds to a statistic of a shard only the calling thread writes. Compiled to nothing
-    /// without the `metrics` feature (the benchmarks measure the difference), except
+    /// without the `stats` feature (the benchmarks measure the difference), except
     /// `Submitted`, from which `Stats::in_flight` is derived.
     #[inline]
     pub(crate) fn stat_owned(&self, s: Stat, n: u64) {
-        if cfg!(feature = "metrics") || s == Stat::Submitted {
+        if cfg!(feature = "stats") || s == Stat::Submitted {
             let a = &self.stats[s as usize];
             a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         }
@@ -154,7 +156,7 @@ impl Shard {
 
     /// Adds to a statistic of a shard several threads may write.
     pub(crate) fn stat_shared(&self, s: Stat, n: u64) {
-        if cfg!(feature = "metrics") || s == Stat::Submitted {
+        if cfg!(feature = "stats") || s == Stat::Submitted {
             self.stats[s as usize].fetch_add(n, Ordering::Relaxed);
         }
     }
@@ -162,7 +164,7 @@ impl Shard {
     /// Adds to a lane statistic of a shard only the calling thread writes.
     #[inline]
     pub(crate) fn lane_owned(&self, s: LaneStat, lane: usize, n: u64) {
-        if cfg!(feature = "metrics") || s == LaneStat::Claimed {
+        if cfg!(feature = "stats") || s == LaneStat::Claimed {
             let a = &self.lanes[lane][s as usize];
             a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         }
@@ -170,7 +172,7 @@ impl Shard {
 
     /// Adds to a lane statistic of a shard several threads may write.
     pub(crate) fn lane_shared(&self, s: LaneStat, lane: usize, n: u64) {
-        if cfg!(feature = "metrics") || s == LaneStat::Claimed {
+        if cfg!(feature = "stats") || s == LaneStat::Claimed {
             self.lanes[lane][s as usize].fetch_add(n, Ordering::Relaxed);
         }
     }

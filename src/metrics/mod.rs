@@ -1,14 +1,18 @@
 //! What the pool is doing, cheaply and at any time: counters, queue depths, per-worker state
-//! and latency histograms, as a [`Stats`] snapshot with a readable `Display` and Prometheus text.
+//! and latency histograms, as a [`Stats`] snapshot with a readable `Display` and Prometheus
+//! text (`prometheus.rs`).
 
 pub(crate) mod counters;
 pub(crate) mod histogram;
+mod prometheus;
+
+pub use prometheus::prometheus_text;
 
 use crate::registry::Registry;
 use crate::sync::Ordering;
 use counters::{LaneStat, Proto, Stat};
 use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::time::Duration;
 
 pub use counters::WorkerState;
@@ -20,6 +24,9 @@ pub use counters::WorkerState;
 /// quiet (after [`wait`](crate::Pool::wait)) the books balance:
 /// `submitted == completed + panicked + dropped + in_flight` with `in_flight == 0`.
 ///
+/// The fields marked *(stats)* are counted only with the `stats` feature (on by default);
+/// without it they read 0 and [`to_prometheus`](Stats::to_prometheus) leaves them out.
+///
 /// ```
 /// let pool = flock::Pool::builder().workers(2).build().unwrap();
 /// for _ in 0..100 { pool.submit(|| ()).unwrap(); }
@@ -28,8 +35,8 @@ pub use counters::WorkerState;
 /// let s = pool.stats();
 /// assert_eq!((s.submitted, s.completed, s.panicked, s.in_flight), (101, 100, 1, 0));
 /// println!("{s}");                                  // a table for humans
-/// let text = s.to_prometheus("myapp_pool");         // for a /metrics endpoint
-/// assert!(text.contains("myapp_pool_tasks_completed_total 100"));
+/// let text = s.to_prometheus("myapp");              // for a /metrics endpoint
+/// assert!(text.contains("flock_tasks_completed_total{pool=\"myapp\"} 100"));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -44,33 +51,39 @@ pub struct Stats {
     pub panicked: u64,
     /// Tasks dropped unrun: by `shutdown_now` or `JoinHandle::cancel`.
     pub dropped: u64,
-    /// Tasks refused, all reasons (the three below add up to this).
+    /// Tasks refused, all reasons (the four below add up to this). *(stats)*
     pub rejected: u64,
-    /// Refused because the queue was full (`Backpressure::Reject`).
+    /// Refused because the queue was full (`Backpressure::Reject`). *(stats)*
     pub rejected_full: u64,
-    /// Refused because the queue stayed full for the whole block timeout.
+    /// Refused because the queue stayed full for the whole block timeout. *(stats)*
     pub rejected_timeout: u64,
-    /// Refused because the pool was shutting down. Not counted here: the tasks of a scope,
-    /// and the halves of a `join`, that run on their caller after shutdown (they ran, and
-    /// no counter counts them).
+    /// Refused because the pool was shutting down. *(stats)* Not counted here: the tasks of
+    /// a scope, and the halves of a `join`, that run on their caller after shutdown (they
+    /// ran, and no counter counts them).
     pub rejected_shutdown: u64,
-    /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`).
+    /// Refused because they named a lane the pool does not have
+    /// ([`RejectReason::UnknownLane`](crate::RejectReason::UnknownLane)). *(stats)*
+    pub rejected_unknown_lane: u64,
+    /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`). *(stats)*
     pub caller_runs: u64,
-    /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`).
+    /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`). *(stats)*
     pub spawned_thread: u64,
     /// Tasks the lane reserve ran: tasks of a heavy lane that would otherwise have waited
     /// for a lighter lane's task to end (see [`PoolBuilder::lane_reserve`](crate::PoolBuilder::lane_reserve)).
+    /// *(stats)*
     pub reserve_runs: u64,
     /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
-    /// tasks it holds).
+    /// tasks it holds). *(stats)*
     pub stolen: u64,
-    /// Tasks taken from the shared injector queue (counted when a worker takes them up).
+    /// Refused because the pool was shutting down. *(stats)* Not counted here: the tasks of
+    /// a scope, and the halves of a `join`, that run on their caller after shutdown (they
+    /// ran, and no counter counts them).
     pub from_injector: u64,
-    /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`).
+    /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`). *(stats)*
     pub local_pushes: u64,
-    /// Times a worker parked (went to sleep).
+    /// Times a worker parked (went to sleep). *(stats)*
     pub parks: u64,
-    /// Times a parked worker woke up.
+    /// Times a parked worker woke up. *(stats)*
     pub wakeups: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
@@ -120,9 +133,9 @@ pub struct WorkerStats {
     pub executed: u64,
     /// Tasks it ran that panicked.
     pub panicked: u64,
-    /// Tasks it stole from other workers.
+    /// Tasks it stole from other workers (0 without the `stats` feature).
     pub stolen: u64,
-    /// Times it parked.
+    /// Times it parked (0 without the `stats` feature).
     pub parks: u64,
     /// What it is doing now.
     pub state: WorkerState,
@@ -145,15 +158,16 @@ pub struct LaneStats {
     pub name: String,
     /// Its weight.
     pub weight: u32,
-    /// Tasks accepted into it.
+    /// Tasks accepted into it (with several lanes, 0 without the `stats` feature).
     pub submitted: u64,
-    /// Its tasks that ran (to their end or to a panic).
+    /// Its tasks that ran (to their end or to a panic; with several lanes, 0 without the
+    /// `stats` feature).
     pub executed: u64,
     /// Its tasks waiting in a queue: its shared queue and the workers' deques (the lanes'
     /// figures add up to `Stats::queued`).
     pub queued: u64,
     /// Run time its tasks took, as charged for fair sharing; measured only when the pool has
-    /// more than one lane (`None` otherwise).
+    /// more than one lane (`None` otherwise; 0 without the `stats` feature).
     pub busy: Option<Duration>,
 }
 
@@ -216,6 +230,18 @@ impl LatencyStats {
 
     /// `(upper bound, samples ≤ bound)` at each power of two from 256 ns to about a minute,
     /// cumulative, as Prometheus histograms want them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::builder().workers(1).track_latency(true).build().unwrap();
+    /// for _ in 0..10 { pool.submit(|| std::thread::sleep(Duration::from_micros(50))).unwrap(); }
+    /// pool.wait().unwrap();
+    /// let run = pool.stats().run_time.unwrap();
+    /// let buckets = run.buckets();
+    /// assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)); // cumulative
+    /// let (_, under_a_second) = buckets.iter().find(|(le, _)| *le >= Duration::from_secs(1)).unwrap();
+    /// assert_eq!(*under_a_second, 10);
+    /// ```
     pub fn buckets(&self) -> &[(Duration, u64)] {
         &self.buckets
     }
@@ -239,10 +265,11 @@ impl Registry {
         let stat = |s| c.sum_stat(s);
         let submitted = stat(Stat::Submitted);
         let in_flight = submitted.saturating_sub(completed + panicked + dropped);
-        let (rejected_full, rejected_timeout, rejected_shutdown) = (
+        let (rejected_full, rejected_timeout, rejected_shutdown, rejected_unknown_lane) = (
             stat(Stat::RejectedFull),
             stat(Stat::RejectedTimeout),
             stat(Stat::RejectedShutdown),
+            stat(Stat::RejectedUnknownLane),
         );
         let per_worker = c
             .worker_shards()
@@ -280,10 +307,11 @@ impl Registry {
             completed,
             panicked,
             dropped,
-            rejected: rejected_full + rejected_timeout + rejected_shutdown,
+            rejected: rejected_full + rejected_timeout + rejected_shutdown + rejected_unknown_lane,
             rejected_full,
             rejected_timeout,
             rejected_shutdown,
+            rejected_unknown_lane,
             caller_runs: stat(Stat::CallerRuns),
             spawned_thread: stat(Stat::SpawnedThread),
             reserve_runs: stat(Stat::ReserveRuns),
@@ -395,10 +423,11 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "  refused  full {}  timeout {}  shutdown {}   ran on caller {}  on helper thread {}  on lane reserve {}",
+            "  refused  full {}  timeout {}  shutdown {}  unknown lane {}   ran on caller {}  on helper thread {}  on lane reserve {}",
             self.rejected_full,
             self.rejected_timeout,
             self.rejected_shutdown,
+            self.rejected_unknown_lane,
             self.caller_runs,
             self.spawned_thread,
             self.reserve_runs
@@ -459,308 +488,4 @@ impl fmt::Display for Stats {
         }
         Ok(())
     }
-}
-
-impl Stats {
-    /// The snapshot in the Prometheus text exposition format (version 0.0.4), every metric
-    /// name starting with `prefix` (characters a metric name may not hold become `_`).
-    /// Counters end in `_total`; latency is a histogram in seconds with `_bucket`, `_sum` and
-    /// `_count`. Serve it from a `/metrics` endpoint as it is.
-    ///
-    /// ```
-    /// let pool = flock::Pool::builder().workers(1).track_latency(true).build().unwrap();
-    /// pool.submit(|| ()).unwrap();
-    /// pool.wait().unwrap();
-    /// let text = pool.stats().to_prometheus("flock");
-    /// assert!(text.contains("# TYPE flock_tasks_submitted_total counter"));
-    /// assert!(text.contains("flock_queue_wait_seconds_bucket{le=\"+Inf\"} 1"));
-    /// ```
-    pub fn to_prometheus(&self, prefix: &str) -> String {
-        let p = sanitize(prefix);
-        let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
-            let _ = writeln!(out, "# HELP {p}_{name} {help}");
-            let _ = writeln!(out, "# TYPE {p}_{name} {kind}");
-            for (labels, value) in samples {
-                let _ = writeln!(out, "{p}_{name}{labels} {value}");
-            }
-        };
-        let one = |v: u64| vec![(String::new(), v.to_string())];
-        metric(
-            "tasks_submitted_total",
-            "counter",
-            "Tasks accepted by the pool.",
-            &one(self.submitted),
-        );
-        metric(
-            "tasks_completed_total",
-            "counter",
-            "Tasks that ran to their end.",
-            &one(self.completed),
-        );
-        metric(
-            "tasks_panicked_total",
-            "counter",
-            "Tasks that panicked.",
-            &one(self.panicked),
-        );
-        metric(
-            "tasks_dropped_total",
-            "counter",
-            "Tasks dropped unrun (shutdown_now, cancel).",
-            &one(self.dropped),
-        );
-        metric(
-            "tasks_rejected_total",
-            "counter",
-            "Tasks refused, by reason.",
-            &[
-                ("{reason=\"full\"}".into(), self.rejected_full.to_string()),
-                (
-                    "{reason=\"timeout\"}".into(),
-                    self.rejected_timeout.to_string(),
-                ),
-                (
-                    "{reason=\"shutdown\"}".into(),
-                    self.rejected_shutdown.to_string(),
-                ),
-            ],
-        );
-        metric(
-            "tasks_caller_runs_total",
-            "counter",
-            "Tasks run on the submitting thread.",
-            &one(self.caller_runs),
-        );
-        metric(
-            "tasks_spawned_thread_total",
-            "counter",
-            "Tasks run on a helper thread.",
-            &one(self.spawned_thread),
-        );
-        metric(
-            "tasks_reserve_runs_total",
-            "counter",
-            "Tasks of a heavy lane run by the lane reserve.",
-            &one(self.reserve_runs),
-        );
-        metric(
-            "tasks_stolen_total",
-            "counter",
-            "Tasks stolen from other workers.",
-            &one(self.stolen),
-        );
-        metric(
-            "tasks_from_injector_total",
-            "counter",
-            "Tasks taken from the shared queue.",
-            &one(self.from_injector),
-        );
-        metric(
-            "local_pushes_total",
-            "counter",
-            "Tasks pushed by workers onto their own deques.",
-            &one(self.local_pushes),
-        );
-        metric(
-            "parks_total",
-            "counter",
-            "Times a worker went to sleep.",
-            &one(self.parks),
-        );
-        metric(
-            "wakeups_total",
-            "counter",
-            "Times a sleeping worker woke up.",
-            &one(self.wakeups),
-        );
-        metric(
-            "tasks_in_flight",
-            "gauge",
-            "Tasks accepted and not yet ended.",
-            &one(self.in_flight),
-        );
-        metric(
-            "tasks_queued",
-            "gauge",
-            "Tasks waiting in a queue.",
-            &one(self.queued),
-        );
-        let cap = if self.capacity == usize::MAX {
-            "+Inf".to_owned()
-        } else {
-            self.capacity.to_string()
-        };
-        metric(
-            "capacity",
-            "gauge",
-            "Bound on queued tasks from outside the pool.",
-            &[(String::new(), cap)],
-        );
-        metric(
-            "workers",
-            "gauge",
-            "Worker threads.",
-            &one(self.workers as u64),
-        );
-        metric(
-            "uptime_seconds",
-            "gauge",
-            "Seconds since the pool was built.",
-            &[(String::new(), self.uptime.as_secs_f64().to_string())],
-        );
-        metric(
-            "max_workers",
-            "gauge",
-            "The most workers the pool may be resized to.",
-            &one(self.max_workers as u64),
-        );
-        metric(
-            "paused",
-            "gauge",
-            "1 while the pool is paused.",
-            &one(u64::from(self.paused)),
-        );
-        let lane = |f: fn(&LaneStats) -> String| {
-            self.lanes
-                .iter()
-                .map(|l| (format!("{{lane=\"{}\"}}", escape_label(&l.name)), f(l)))
-                .collect::<Vec<_>>()
-        };
-        metric(
-            "lane_submitted_total",
-            "counter",
-            "Tasks accepted into each lane.",
-            &lane(|l| l.submitted.to_string()),
-        );
-        metric(
-            "lane_executed_total",
-            "counter",
-            "Tasks of each lane that ran.",
-            &lane(|l| l.executed.to_string()),
-        );
-        metric(
-            "lane_queued",
-            "gauge",
-            "Tasks waiting in each lane's queues (its shared queue and the workers' deques).",
-            &lane(|l| l.queued.to_string()),
-        );
-        if self.lanes.iter().all(|l| l.busy.is_some()) {
-            metric(
-                "lane_busy_seconds_total",
-                "counter",
-                "Run time charged to each lane.",
-                &lane(|l| l.busy.unwrap_or_default().as_secs_f64().to_string()),
-            );
-        }
-        let per = |f: fn(&WorkerStats) -> u64| {
-            self.per_worker
-                .iter()
-                .map(|w| (format!("{{worker=\"{}\"}}", w.index), f(w).to_string()))
-                .collect::<Vec<_>>()
-        };
-        metric(
-            "worker_executed_total",
-            "counter",
-            "Tasks each worker ran.",
-            &per(|w| w.executed),
-        );
-        metric(
-            "worker_panicked_total",
-            "counter",
-            "Tasks each worker ran that panicked.",
-            &per(|w| w.panicked),
-        );
-        metric(
-            "worker_stolen_total",
-            "counter",
-            "Tasks each worker stole.",
-            &per(|w| w.stolen),
-        );
-        metric(
-            "worker_parks_total",
-            "counter",
-            "Times each worker parked.",
-            &per(|w| w.parks),
-        );
-        let states: Vec<_> = self
-            .per_worker
-            .iter()
-            .flat_map(|w| {
-                [
-                    WorkerState::Running,
-                    WorkerState::Spinning,
-                    WorkerState::Parked,
-                    WorkerState::Stopped,
-                ]
-                .into_iter()
-                .map(move |s| {
-                    (
-                        format!("{{worker=\"{}\",state=\"{}\"}}", w.index, s.name()),
-                        u8::from(w.state == s).to_string(),
-                    )
-                })
-            })
-            .collect();
-        metric(
-            "worker_state",
-            "gauge",
-            "1 for the state each worker is in.",
-            &states,
-        );
-        for (name, help, l) in [
-            (
-                "queue_wait_seconds",
-                "Time from submit to start.",
-                &self.queue_wait,
-            ),
-            (
-                "run_time_seconds",
-                "Time from start to end.",
-                &self.run_time,
-            ),
-        ] {
-            let Some(l) = l else { continue };
-            let mut samples: Vec<(String, String)> = l
-                .buckets
-                .iter()
-                .map(|(le, n)| {
-                    (
-                        format!("_bucket{{le=\"{}\"}}", le.as_secs_f64()),
-                        n.to_string(),
-                    )
-                })
-                .collect();
-            samples.push(("_bucket{le=\"+Inf\"}".into(), l.count.to_string()));
-            samples.push(("_sum".into(), l.sum.as_secs_f64().to_string()));
-            samples.push(("_count".into(), l.count.to_string()));
-            metric(name, "histogram", help, &samples);
-        }
-        out
-    }
-}
-
-fn sanitize(prefix: &str) -> String {
-    let mut s: String = prefix
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
-    }
-    s
-}
-
-/// A Prometheus label value: backslash, double quote and newline escaped.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }

@@ -1,15 +1,15 @@
 //! The body of `1u-1Mt` (one outside thread submits 1,000,000 near-empty tasks to a flock pool
-//! with its defaults, then waits for all; `benches/common/workloads.rs`, `one_submitter`) as
+//! with its defaults, then waits for all; `benches/benches/common/workloads.rs`, `one_submitter`) as
 //! a process of its own, for the report's `metrics-cost` and `c-submit` rows
-//! (`examples/bench_report.rs` builds and runs it; docs/bench.md, workloads 9 and 10).
+//! (`benches/examples/bench_report.rs` builds and runs it; docs/bench.md, workloads 9 and 10).
 //!
 //! Its own process because one of the variants is flock built with `--no-default-features`
-//! (the `metrics` feature off: the statistics counters compile to nothing), which needs a
-//! second build of the crate:
+//! (flock's `stats` feature off, through this package's feature of the same name: the
+//! statistics counters compile to nothing), which needs a second build of the crate:
 //!
 //! ```text
-//! cargo build --release --example metrics_cost                          # metrics on
-//! cargo build --release --example metrics_cost --no-default-features    # metrics off
+//! cargo build --release -p flock-benches --example metrics_cost                        # metrics on
+//! cargo build --release -p flock-benches --example metrics_cost --no-default-features  # metrics off
 //! target/release/examples/metrics_cost [--latency] [--runs N | --serve] [--warmup N] [--tasks N]
 //! ```
 //!
@@ -58,11 +58,7 @@ fn main() {
     }
     println!(
         "# metrics={} latency={} workers={} capacity={} tasks={tasks}",
-        if cfg!(feature = "metrics") {
-            "on"
-        } else {
-            "off"
-        },
+        if cfg!(feature = "stats") { "on" } else { "off" },
         if latency { "on" } else { "off" },
         flock.pool.workers(),
         flock.pool.capacity(),

@@ -5,7 +5,7 @@
 //! coarse) and printed as ms of CPU per idle second. Only the pool under test has threads
 //! during its second (each pool is dropped, its threads joined, before the next starts).
 //! Not a criterion group: this is a custom measurement, printed, and included in
-//! `examples/bench_report.rs`.
+//! `benches/examples/bench_report.rs`.
 //!
 //! Against: rayon, threadpool, tokio (multi-thread runtime), a plain crossbeam-channel pool,
 //! all with `available_parallelism()` workers. (`std::thread` per task leaves no threads

@@ -3,7 +3,7 @@
 //! reading. The baseline, `futex-wake`, is the same measurement on a bare futex: a thread
 //! blocked in `std::thread::park` is unparked by the measuring thread, which timed the
 //! `unpark` call against the woken thread's first clock reading. Criterion prints the mean;
-//! `examples/bench_report.rs` prints p50 and p99.
+//! `benches/examples/bench_report.rs` prints p50 and p99.
 //!
 //! Against: rayon (`ThreadPool::spawn`), threadpool, tokio (multi-thread runtime, `spawn`),
 //! a plain crossbeam-channel pool, all with `available_parallelism()` workers, and one

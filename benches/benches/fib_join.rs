@@ -2,7 +2,7 @@
 //! (1,346,268 joins, no sequential cut-off, so the join itself is what is measured):
 //! `flock::Pool::join` against `rayon::join` inside `rayon::ThreadPool::install`, both with
 //! `available_parallelism()` workers, and the same recursion with no join (`sequential`).
-//! Throughput counts joins per second. `examples/bench_report.rs` turns the times into the
+//! Throughput counts joins per second. `benches/examples/bench_report.rs` turns the times into the
 //! overhead per join: (pool time × workers − sequential time) ÷ joins.
 mod common;
 

@@ -3,7 +3,7 @@
 //! them with `Pool::wait`; throughput in tasks/s. Two ways of handing them over, on the same
 //! pool (defaults: capacity 65,536, `Backpressure::Block`): `flock`, one `Pool::submit` per
 //! task, and `flock-batch`, one `Pool::submit_batch` call with an iterator that makes the
-//! same closures lazily. The target (`examples/bench_report.rs`): `submit_batch` ≥ 2× the
+//! same closures lazily. The target (`benches/examples/bench_report.rs`): `submit_batch` ≥ 2× the
 //! per-task rate.
 //!
 //! Against: rayon's `ThreadPool::spawn` loop (the 1u-1Mt peer body, a shared countdown latch

@@ -2,7 +2,7 @@
 //! spin loop through `std::hint::black_box`, calibrated once at start-up; never a sleep),
 //! then waits; throughput in tasks/s. The `sequential` entry runs the same 200,000 bodies on
 //! one thread: the ideal pool time is that divided by the worker count, and a pool's
-//! efficiency is ideal ÷ measured (`examples/bench_report.rs` prints it).
+//! efficiency is ideal ÷ measured (`benches/examples/bench_report.rs` prints it).
 //!
 //! Against: rayon (`ThreadPool::spawn`), threadpool, tokio (multi-thread runtime, `spawn`),
 //! a plain crossbeam-channel pool, all with `available_parallelism()` workers. flock and

@@ -1,6 +1,6 @@
 //! flock's priority lanes: one pool (`available_parallelism()` workers, lanes
 //! `[("interactive", 8), ("batch", 1)]`, `track_latency(true)`, no capacity bound; see
-//! `benches/common/lanes.rs`) against itself. No peer pool has lanes.
+//! `benches/benches/common/lanes.rs`) against itself. No peer pool has lanes.
 //!
 //! * `lanes-split`: both lanes saturated with equal tasks of 30 µs of CPU. One iteration is
 //!   a 250 ms window of a fresh run (after 100 ms of warm-up), expressed as the time the lane
@@ -16,7 +16,7 @@
 //!   task's queue wait (the millisecond gaps are not timed), so criterion prints the mean
 //!   wait.
 //!
-//! Criterion can print neither a ratio of counts nor a p99: `examples/bench_report.rs` runs
+//! Criterion can print neither a ratio of counts nor a p99: `benches/examples/bench_report.rs` runs
 //! the same bodies (a 1 s window; 300 samples per run) and prints the executed ratio and the
 //! p99 waits against their targets.
 mod common;

@@ -1,4 +1,4 @@
-//! Shared by every bench in `benches/` and by `examples/bench_report.rs`: the pools under test
+//! Shared by every bench in `benches/` and by `benches/examples/bench_report.rs`: the pools under test
 //! behind one trait ([`peers`]), the workload bodies ([`workloads`]; flock's lane workloads,
 //! which have no peers, in [`lanes`]), and the small tools they need (a countdown latch, a
 //! calibrated spin, CPU-time readings).

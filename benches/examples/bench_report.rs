@@ -3,10 +3,10 @@
 //! met, and writes `docs/bench.svg`.
 //!
 //! ```text
-//! cargo run --release --example bench_report
+//! cargo run --release -p flock-benches --example bench_report
 //! ```
 //!
-//! The workloads are the ones in `benches/` (shared through `benches/common`); see each
+//! The workloads are the ones in `benches/benches/` (shared through `benches/benches/common`); see each
 //! bench file's doc for what it measures. Ratios compare pools measured in the same run.
 //!
 //! Two workloads run as subprocesses, built by this command before the clock starts (see
@@ -620,7 +620,7 @@ fn lanes_p99_rows() -> Vec<Row> {
 /// The binaries `c-submit` and `metrics-cost` run, built by [`build_helpers`].
 #[derive(Default)]
 struct Helpers {
-    /// `metrics_cost` built normally (the `metrics` feature on).
+    /// `metrics_cost` built normally (the `stats` feature on).
     rust_metrics: Option<PathBuf>,
     /// `metrics_cost` built with `--no-default-features`.
     rust_no_metrics: Option<PathBuf>,
@@ -630,9 +630,16 @@ struct Helpers {
     failures: Vec<String>,
 }
 
+/// The repository root (the workspace; this package is `benches/`): C sources, `include/` and
+/// `docs/` are found from here.
+fn repo_root() -> PathBuf {
+    let benches = Path::new(env!("CARGO_MANIFEST_DIR"));
+    benches.parent().unwrap_or(benches).to_path_buf()
+}
+
 /// `$CARGO_TARGET_DIR`, or the workspace's `target/`.
 fn target_dir() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = repo_root();
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
         Some(d) => std::env::current_dir().unwrap_or(root).join(d),
@@ -652,7 +659,7 @@ fn build_step(what: &str, cmd: &mut Command) -> Result<(), String> {
 
 /// Builds the subprocess binaries into `$CARGO_TARGET_DIR/bench-report/`:
 ///
-/// * `cargo build --release -p flock --example metrics_cost`, copied to `metrics_cost-metrics`;
+/// * `cargo build --release -p flock-benches --example metrics_cost`, copied to `metrics_cost-metrics`;
 /// * the same with `--no-default-features`, copied to `metrics_cost-no-metrics`. Same target
 ///   directory: the dev-dependencies are not built a second time, and the two flock builds
 ///   keep apart (different feature sets, different hashes); only the uplifted
@@ -662,7 +669,7 @@ fn build_step(what: &str, cmd: &mut Command) -> Result<(), String> {
 ///   benches/c/c_submit.c libflock.a` with the system libraries a static Rust library needs
 ///   (`Libs.private` of `scripts/install-c.sh`), to `c_submit`.
 fn build_helpers() -> Helpers {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo_root();
     let target = target_dir();
     let out = target.join("bench-report");
     let mut h = Helpers::default();
@@ -677,13 +684,13 @@ fn build_helpers() -> Helpers {
         (Some("--no-default-features"), "metrics_cost-no-metrics"),
     ] {
         let mut cmd = Command::new(&cargo);
-        cmd.current_dir(root)
+        cmd.current_dir(&root)
             .args([
                 "build",
                 "--quiet",
                 "--release",
                 "-p",
-                "flock",
+                "flock-benches",
                 "--example",
                 "metrics_cost",
             ])
@@ -707,7 +714,7 @@ fn build_helpers() -> Helpers {
     let c = build_step(
         "libflock.a",
         Command::new(&cargo)
-            .current_dir(root)
+            .current_dir(&root)
             .args(["build", "--quiet", "--release", "-p", "flock-ffi"])
             .env("CARGO_TARGET_DIR", &target),
     )
@@ -715,7 +722,7 @@ fn build_helpers() -> Helpers {
         build_step(
             "benches/c/c_submit.c",
             Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
-                .current_dir(root)
+                .current_dir(&root)
                 .args([
                     "-O2",
                     "-std=c11",
@@ -968,7 +975,7 @@ fn metrics_cost_rows(h: &Helpers) -> Result<Vec<Row>, String> {
         .zip(&paired[2])
         .map(|(l, o)| l / o)
         .collect();
-    rows[0].note = format!("metrics feature on (default); others kept {others:.2} CPUs busy");
+    rows[0].note = format!("stats feature on (default); others kept {others:.2} CPUs busy");
     rows[1].note = format!(
         "track_latency(true); ÷ flock: {}; ÷ flock-no-metrics: median {:.3}",
         paired_note(&paired[1]),
@@ -1243,7 +1250,7 @@ fn svg(rows: &[Row], m: &Machine) -> String {
     );
     let _ = writeln!(
         s,
-        r##"<text x="{left}" y="78" font-size="14" fill="#495057">{} CPUs ({}), {}; every pool has {} workers; made by examples/bench_report.rs.</text>"##,
+        r##"<text x="{left}" y="78" font-size="14" fill="#495057">{} CPUs ({}), {}; every pool has {} workers; made by benches/examples/bench_report.rs.</text>"##,
         m.cpus,
         esc(&m.model),
         esc(&m.date),
@@ -1457,8 +1464,9 @@ fn main() {
     for e in &skipped {
         println!("Left out: {e}");
     }
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/bench.svg");
-    std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).expect("docs/");
-    std::fs::write(path, svg(&rows, &m)).expect("write docs/bench.svg");
-    eprintln!("wrote {path}");
+    let docs = repo_root().join("docs");
+    std::fs::create_dir_all(&docs).expect("docs/");
+    let path = docs.join("bench.svg");
+    std::fs::write(&path, svg(&rows, &m)).expect("write docs/bench.svg");
+    eprintln!("wrote {}", path.display());
 }
