@@ -316,6 +316,34 @@ fn fib_rows() -> Vec<Row> {
     rows
 }
 
+/// `qsort`: quicksort of 4 Mi pseudo-random `u64` through `join`, cut-off 2048: a real
+/// divide-and-conquer workload (uneven halves, memory traffic) beside fib's empty forks.
+fn qsort_rows() -> Vec<Row> {
+    let runs = 5;
+    let input = qsort_input(QSORT_LEN);
+    let flock: Vec<f64> = {
+        let f = Flock::new();
+        (0..runs)
+            .map(|_| secs(time_qsort_flock(&f.pool, &input)))
+            .collect()
+    };
+    let rayon: Vec<f64> = {
+        let r = Rayon::new();
+        (0..runs)
+            .map(|_| secs(time_qsort_rayon(&r.0, &input)))
+            .collect()
+    };
+    let mut rows = vec![
+        Row::new("qsort", "flock", Unit::Time, flock),
+        Row::new("qsort", "rayon", Unit::Time, rayon),
+    ];
+    rows[0].note = format!("{QSORT_LEN} u64, cut-off {QSORT_CUTOFF}, Pool::join");
+    rows[1].note = "rayon::join".into();
+    let got = rows[0].median() / rows[1].median();
+    rows[1].verdict = verdict(got <= 0.95, format!("flock ≤0.95× this: {got:.2}×"));
+    rows
+}
+
 fn burst_rows() -> Vec<Row> {
     common::spins_per_us();
     let kinds: Vec<Kind> = Kind::POOLS.into_iter().chain([Kind::StdThread]).collect();
@@ -1435,6 +1463,7 @@ fn main() {
     rows.extend(cpu_rows());
     rows.extend(spawn_tree_rows());
     rows.extend(fib_rows());
+    rows.extend(qsort_rows());
     rows.extend(burst_rows());
     rows.extend(wake_rows());
     rows.extend(idle); // after wake-latency, as numbered in docs/bench.md

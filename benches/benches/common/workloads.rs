@@ -459,3 +459,98 @@ pub fn idle_cpu_ms_per_s<R: Runner>(pool: &R, warm_tasks: usize, window: Duratio
     let elapsed = start.elapsed();
     cpu_ns_between(&before, &after) as f64 / 1e6 / elapsed.as_secs_f64()
 }
+
+/// `qsort`: elements sorted per run (4 Mi pseudo-random `u64`).
+pub const QSORT_LEN: usize = 4 << 20;
+/// `qsort`: slices at most this long are sorted in place with no more forks.
+pub const QSORT_CUTOFF: usize = 2048;
+
+/// `qsort`'s input: `len` pseudo-random `u64` (xorshift64, a fixed seed: every run and every
+/// pool sorts the same data).
+pub fn qsort_input(len: usize) -> Vec<u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
+        .collect()
+}
+
+/// Hoare partition around the median of the first, middle and last elements; returns the
+/// pivot's final index (everything before it is ≤ it, everything after ≥).
+fn partition(v: &mut [u64]) -> usize {
+    let (last, mid) = (v.len() - 1, v.len() / 2);
+    if v[mid] < v[0] {
+        v.swap(mid, 0);
+    }
+    if v[last] < v[0] {
+        v.swap(last, 0);
+    }
+    if v[last] < v[mid] {
+        v.swap(last, mid);
+    }
+    v.swap(mid, last);
+    let pivot = v[last];
+    let mut store = 0;
+    for i in 0..last {
+        if v[i] < pivot {
+            v.swap(i, store);
+            store += 1;
+        }
+    }
+    v.swap(store, last);
+    store
+}
+
+/// Quicksort with both halves of every partition through `flock::Pool::join`.
+pub fn qsort_flock(pool: &flock::Pool, v: &mut [u64]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let p = partition(v);
+    let (lo, hi) = v.split_at_mut(p);
+    pool.join(|| qsort_flock(pool, lo), || qsort_flock(pool, &mut hi[1..]));
+}
+
+/// The same quicksort through `rayon::join` (call inside `install`).
+pub fn qsort_rayon(v: &mut [u64]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let p = partition(v);
+    let (lo, hi) = v.split_at_mut(p);
+    rayon::join(|| qsort_rayon(lo), || qsort_rayon(&mut hi[1..]));
+}
+
+fn assert_sorted(v: &[u64]) {
+    assert!(
+        v.windows(2).all(|w| w[0] <= w[1]),
+        "qsort left the data unsorted"
+    );
+}
+
+/// Times one `qsort` of a copy of `input` through flock (called from outside the pool: the
+/// first join goes in as one job, the rest forks on the workers), checking the result.
+pub fn time_qsort_flock(pool: &flock::Pool, input: &[u64]) -> Duration {
+    let mut v = input.to_vec();
+    let start = Instant::now();
+    qsort_flock(pool, black_box(&mut v));
+    let took = start.elapsed();
+    assert_sorted(&v);
+    took
+}
+
+/// Times one `qsort` of a copy of `input` through rayon (inside `install`), checking it.
+pub fn time_qsort_rayon(pool: &rayon::ThreadPool, input: &[u64]) -> Duration {
+    let mut v = input.to_vec();
+    let start = Instant::now();
+    pool.install(|| qsort_rayon(black_box(&mut v)));
+    let took = start.elapsed();
+    assert_sorted(&v);
+    took
+}
