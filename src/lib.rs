@@ -52,7 +52,7 @@ pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
-pub use spawn::JoinHandle;
+pub use spawn::{CancelOnDrop, JoinHandle};
 pub use unwind::TaskPanic;
 pub use worker::{current_worker_index, yield_to_lanes};
 

@@ -424,3 +424,67 @@ fn loom_two_pools_waiting_on_each_other() {
         b.shutdown().unwrap();
     });
 }
+
+/// A waker for models: `wake` sets a flag and unparks the thread that made it; `wait` parks
+/// until the flag is set (so a lost wake is a deadlock loom reports).
+struct FlagWaker {
+    woken: loom::sync::atomic::AtomicBool,
+    thread: loom::thread::Thread,
+}
+
+impl FlagWaker {
+    fn new() -> std::sync::Arc<FlagWaker> {
+        std::sync::Arc::new(FlagWaker {
+            woken: loom::sync::atomic::AtomicBool::new(false),
+            thread: loom::thread::current(),
+        })
+    }
+    fn wait(&self) {
+        while !self.woken.load(Ordering::SeqCst) {
+            loom::thread::park();
+        }
+    }
+}
+
+impl std::task::Wake for FlagWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// A `JoinHandle` polled as a future while its task ends on the pool's only worker, with a
+/// different waker on the second poll (an executor moving the task): every interleaving of
+/// the polls' registrations with the task's set ends with a poll that is Ready, and when the
+/// second poll is Pending its waker (not only the first) is woken. A lost wake parks the
+/// main thread forever.
+#[test]
+fn loom_poll_racing_the_task_end() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    model("loom_poll_racing_the_task_end", || {
+        let pool = pool(1);
+        let mut handle = pool.spawn(|| 7);
+        let mut poll = |flag: &std::sync::Arc<FlagWaker>| {
+            let waker = Waker::from(flag.clone());
+            Pin::new(&mut handle).poll(&mut Context::from_waker(&waker))
+        };
+        let (first, second) = (FlagWaker::new(), FlagWaker::new());
+        let result = match poll(&first) {
+            Poll::Ready(r) => r,
+            Poll::Pending => match poll(&second) {
+                Poll::Ready(r) => r,
+                Poll::Pending => {
+                    second.wait();
+                    match poll(&second) {
+                        Poll::Ready(r) => r,
+                        Poll::Pending => panic!("woken, yet the task has not ended"),
+                    }
+                }
+            },
+        };
+        assert_eq!(result.unwrap(), 7);
+        pool.shutdown().unwrap();
+    });
+}

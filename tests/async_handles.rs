@@ -1,0 +1,273 @@
+//! `JoinHandle` as a `Future` and `cancel_on_drop`: with a minimal hand-written executor (no
+//! runtime at all), then with tokio.
+
+use flock::{JoinError, Pool, RejectReason};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+/// A waker that counts its wakes and unparks the thread that made it.
+struct Unpark {
+    thread: Thread,
+    wakes: AtomicUsize,
+}
+
+impl Unpark {
+    fn new() -> Arc<Unpark> {
+        Arc::new(Unpark {
+            thread: thread::current(),
+            wakes: AtomicUsize::new(0),
+        })
+    }
+    fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// The smallest executor: poll, park until woken, poll again. Also counts the polls, so a
+/// test can tell that nothing busy-polled.
+fn block_on<F: Future>(fut: F) -> (F::Output, usize) {
+    let mut fut = pin!(fut);
+    let flag = Unpark::new();
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return (out, polls);
+        }
+        // Park until a wake arrived since the last poll (`park` may return spuriously).
+        let seen = flag.wakes();
+        while flag.wakes() == seen {
+            if polls > 1_000 {
+                panic!("busy-polled");
+            }
+            thread::park_timeout(Duration::from_secs(10));
+        }
+    }
+}
+
+fn poll_once<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
+    std::pin::Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+/// A pool whose only worker is held by a task until `release` is sent.
+fn busy_pool() -> (Pool, mpsc::Sender<()>) {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    pool.submit(move || {
+        started_tx.send(()).unwrap();
+        go.recv().unwrap();
+    })
+    .unwrap();
+    started.recv().unwrap();
+    (pool, go_tx)
+}
+
+#[test]
+fn awaiting_a_handle_gives_its_value() {
+    let pool = Pool::new();
+    let (value, _) = block_on(pool.spawn(|| 6 * 7));
+    assert_eq!(value.unwrap(), 42);
+    let values: Vec<u64> = (0..100)
+        .map(|i| block_on(pool.spawn(move || i * i)).0.unwrap())
+        .collect();
+    assert_eq!(values.iter().sum::<u64>(), 328_350);
+}
+
+#[test]
+fn a_panic_surfaces_as_join_error() {
+    let pool = Pool::new();
+    let (result, _) = block_on(pool.spawn(|| -> u32 { panic!("bad input") }));
+    match result {
+        Err(e @ JoinError::Panicked(_)) => {
+            assert_eq!(e.to_string(), "the task panicked: bad input")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn polling_never_blocks_and_the_waker_is_woken_once_the_task_ends() {
+    let (pool, go) = busy_pool();
+    let mut handle = pool.spawn(|| "done");
+    let flag = Unpark::new();
+    let waker = Waker::from(flag.clone());
+    let start = Instant::now();
+    for _ in 0..3 {
+        assert!(poll_once(&mut handle, &waker).is_pending());
+    }
+    assert!(start.elapsed() < Duration::from_secs(1), "a poll blocked");
+    assert_eq!(flag.wakes(), 0);
+    go.send(()).unwrap();
+    while flag.wakes() == 0 {
+        thread::park_timeout(Duration::from_millis(100));
+    }
+    assert_eq!(flag.wakes(), 1, "one wake for one set");
+    assert!(matches!(
+        poll_once(&mut handle, &waker),
+        Poll::Ready(Ok("done"))
+    ));
+}
+
+#[test]
+fn a_new_waker_replaces_the_old_one() {
+    let (pool, go) = busy_pool();
+    let mut handle = pool.spawn(|| 5);
+    let (old, new) = (Unpark::new(), Unpark::new());
+    assert!(poll_once(&mut handle, &Waker::from(old.clone())).is_pending());
+    assert!(poll_once(&mut handle, &Waker::from(new.clone())).is_pending());
+    go.send(()).unwrap();
+    while new.wakes() == 0 {
+        thread::park_timeout(Duration::from_millis(100));
+    }
+    assert_eq!(old.wakes(), 0, "the replaced waker is not woken");
+    let ready = poll_once(&mut handle, &Waker::from(new.clone()));
+    assert!(matches!(ready, Poll::Ready(Ok(5))));
+}
+
+#[test]
+fn join_after_a_pending_poll_still_waits() {
+    let (pool, go) = busy_pool();
+    let mut handle = pool.spawn(|| 9);
+    assert!(poll_once(&mut handle, &Waker::from(Unpark::new())).is_pending());
+    let releaser = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        go.send(()).unwrap();
+    });
+    assert_eq!(handle.join().unwrap(), 9);
+    releaser.join().unwrap();
+    // And from a worker of another pool, which runs its own tasks while it waits.
+    let (pool2, go2) = busy_pool();
+    let mut handle = pool2.spawn(|| 10);
+    assert!(poll_once(&mut handle, &Waker::from(Unpark::new())).is_pending());
+    let other = Pool::builder().workers(1).build().unwrap();
+    let joined = other.spawn(move || handle.join().unwrap());
+    go2.send(()).unwrap();
+    assert_eq!(joined.join().unwrap(), 10);
+    drop(pool);
+}
+
+#[test]
+fn dropping_an_awaited_handle_detaches_the_task() {
+    let (pool, go) = busy_pool();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let mut handle = pool.spawn(move || r.store(true, Ordering::SeqCst));
+    assert!(poll_once(&mut handle, &Waker::from(Unpark::new())).is_pending());
+    drop(handle);
+    go.send(()).unwrap();
+    pool.wait().unwrap();
+    assert!(ran.load(Ordering::SeqCst), "a plain handle detaches");
+}
+
+#[test]
+fn dropping_a_cancel_on_drop_handle_cancels_queued_work_only() {
+    let (pool, go) = busy_pool();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let mut queued = pool
+        .spawn(move || r.fetch_add(1, Ordering::SeqCst))
+        .cancel_on_drop();
+    assert!(poll_once(&mut queued, &Waker::from(Unpark::new())).is_pending());
+    drop(queued);
+    go.send(()).unwrap();
+    pool.wait().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "cancelled before it started");
+    assert_eq!(pool.stats().dropped, 1);
+
+    // Once started, dropping the wrapper lets the task finish.
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    let r = ran.clone();
+    let running = pool
+        .spawn(move || {
+            started_tx.send(()).unwrap();
+            go.recv().unwrap();
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .cancel_on_drop();
+    started.recv().unwrap();
+    drop(running);
+    go_tx.send(()).unwrap();
+    pool.wait().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_refused_handle_is_ready_at_once() {
+    let pool = Pool::new();
+    pool.shutdown().unwrap();
+    let (result, polls) = block_on(pool.spawn(|| 1));
+    assert!(matches!(
+        result,
+        Err(JoinError::Refused(RejectReason::Shutdown))
+    ));
+    assert_eq!(polls, 1);
+}
+
+#[test]
+fn tokio_awaits_many_handles_without_blocking_its_threads() {
+    let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let total = rt.block_on(async {
+        let tasks: Vec<_> = (0..200u64)
+            .map(|i| {
+                let pool = pool.clone();
+                tokio::spawn(async move { pool.spawn(move || i * 2).await.unwrap() })
+            })
+            .collect();
+        // A heartbeat on the runtime keeps ticking while the handles are awaited.
+        let beat = tokio::spawn(async {
+            for _ in 0..5 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let mut total = 0;
+        for t in tasks {
+            total += t.await.unwrap();
+        }
+        beat.await.unwrap();
+        total
+    });
+    assert_eq!(total, 39_800);
+}
+
+#[test]
+fn tokio_timeout_cancels_queued_work() {
+    let (pool, go) = busy_pool();
+    let ran = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let r = ran.clone();
+    let outcome = rt.block_on(async {
+        let queued = pool
+            .spawn(move || r.store(true, Ordering::SeqCst))
+            .cancel_on_drop();
+        tokio::time::timeout(Duration::from_millis(20), queued).await
+    });
+    assert!(outcome.is_err(), "timed out");
+    go.send(()).unwrap();
+    pool.wait().unwrap();
+    assert!(!ran.load(Ordering::SeqCst), "the timeout cancelled it");
+}
