@@ -21,6 +21,7 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![warn(rust_2018_idioms)]
 
+mod admit;
 mod builder;
 mod deque;
 mod error;
@@ -43,6 +44,7 @@ mod worker;
 #[cfg(all(test, flock_loom))]
 mod loom_tests;
 
+pub use admit::{SpawnAsync, SubmitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
 pub use error::{
     BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,

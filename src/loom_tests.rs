@@ -488,3 +488,51 @@ fn loom_poll_racing_the_task_end() {
         pool.shutdown().unwrap();
     });
 }
+
+/// `submit_async` waiting for room: capacity 1, the only worker held by task A, task B
+/// filling the queue; C's future is polled (try, register its waker, re-check) while A ends
+/// and the worker takes B (releasing B's unit of capacity). A Pending poll must be followed by a wake,
+/// after which C gets in. A lost wake parks the main thread forever.
+#[test]
+fn loom_submit_async_racing_the_release_of_room() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    model("loom_submit_async_racing_the_release_of_room", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .max_workers(1)
+            .spin_limit(0)
+            .capacity(1)
+            .when_full(crate::Backpressure::Reject)
+            .build()
+            .expect("pool");
+        let (started, go) = (Signal::new(), Signal::new());
+        let (s, g) = (started.clone(), go.clone());
+        pool.submit(move || {
+            s.signal();
+            g.wait();
+        })
+        .unwrap();
+        started.wait();
+        pool.submit(|| ()).unwrap();
+        let ran = counter();
+        let r = ran.clone();
+        let mut fut = pool.submit_async(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        let flag = FlagWaker::new();
+        let waker = Waker::from(flag.clone());
+        let mut poll = || Pin::new(&mut fut).poll(&mut Context::from_waker(&waker));
+        // Released first, so the worker's release of room races the poll's register and
+        // re-check.
+        go.signal();
+        if poll().is_pending() {
+            flag.wait();
+            assert!(matches!(poll(), Poll::Ready(Ok(()))), "woken without room");
+        }
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}

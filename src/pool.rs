@@ -88,6 +88,10 @@ impl Pool {
         Pool { registry }
     }
 
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// Whether the calling thread is running one of this pool's tasks: it is one of the
     /// pool's workers, or a thread running a task for the pool off the workers (the caller
     /// under `CallerRuns`, a helper thread, the lane reserve). Waiting for the pool from
@@ -689,7 +693,7 @@ impl Drop for Pool {
 }
 
 /// The job of a task submitted with `submit`: counted, droppable by `shutdown_now`.
-fn fire_and_forget<F: FnOnce() + Send + 'static>(task: F) -> Job {
+pub(crate) fn fire_and_forget<F: FnOnce() + Send + 'static>(task: F) -> Job {
     Job::new(
         move || {
             task();

@@ -1,6 +1,7 @@
 //! State shared by the pool handle and its workers: the queues, the sleep protocol, the
 //! counters, admission (capacity and backpressure) and the shutdown handshake.
 
+use crate::admit::RoomWakers;
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer, Worker as Deque};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
@@ -135,6 +136,8 @@ pub(crate) struct Registry {
     pending: CachePadded<AtomicUsize>,
     /// Submitters blocked waiting for room.
     blocked: CachePadded<AtomicUsize>,
+    /// Async submitters waiting for room (`src/admit.rs`).
+    pub(crate) room_wakers: RoomWakers,
     room_lock: Mutex<()>,
     room_cond: Condvar,
     /// Started tasks a worker may hold back before giving their `pending` units back.
@@ -211,6 +214,7 @@ impl Registry {
             cfg,
             pending: CachePadded::new(AtomicUsize::new(0)),
             blocked: CachePadded::new(AtomicUsize::new(0)),
+            room_wakers: RoomWakers::new(),
             room_lock: Mutex::new(()),
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
@@ -245,6 +249,31 @@ impl Registry {
             return Ok(Route::Queue { reserved: true });
         }
         self.when_full(shard, policy)
+    }
+
+    /// Admission for an async submitter (`src/admit.rs`): as `admit` under a policy that
+    /// waits, but never waiting here. `Ok(None)` when the queue is full: nothing was entered
+    /// or counted, and the caller registers for room and tries again.
+    pub(crate) fn try_admit_async(&self, shard: &Shard) -> Result<Option<Route>, RejectReason> {
+        let reserved = self.cfg.capacity != usize::MAX;
+        // SeqCst: this is the re-check of sleep/README.md's "Backpressure" handshake (the
+        // caller registered its waker before), paired with `release_pending`'s RMW + load.
+        if reserved && !self.try_reserve(Ordering::SeqCst) {
+            // Shutdown wakes the room wakers after raising the flag: a waiter that
+            // registered before that lock is woken, one after it sees the flag here.
+            if self.is_shutdown() {
+                self.count_refused(RejectReason::Shutdown, 1);
+                return Err(RejectReason::Shutdown);
+            }
+            return Ok(None);
+        }
+        if !shard.enter_shared() {
+            if reserved {
+                self.release_pending(1);
+            }
+            return Err(self.revoke(shard, RejectReason::Shutdown));
+        }
+        Ok(Some(Route::Queue { reserved }))
     }
 
     /// One unit of `pending`, if below capacity. Relaxed on the fast path: a failed attempt
@@ -686,9 +715,12 @@ impl Registry {
         // its re-check of `pending` (RMWs on `pending` are totally ordered; the one that reads
         // the other's value synchronises with it).
         let prev = self.pending.fetch_sub(n, Ordering::SeqCst);
-        if prev >= self.cfg.capacity && self.blocked.load(Ordering::SeqCst) > 0 {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
+        if prev >= self.cfg.capacity {
+            if self.blocked.load(Ordering::SeqCst) > 0 {
+                let _guard = self.room_lock.lock();
+                self.room_cond.notify_all();
+            }
+            self.room_wakers.wake_all();
         }
     }
 
@@ -1048,6 +1080,7 @@ impl Registry {
             let _guard = self.room_lock.lock();
             self.room_cond.notify_all();
         }
+        self.room_wakers.wake_all();
         self.notify_waiters();
         self.sleep.wake_all();
         if let Some(reserve) = &self.reserve {

@@ -1,7 +1,7 @@
-//! `JoinHandle` as a `Future` and `cancel_on_drop`: with a minimal hand-written executor (no
-//! runtime at all), then with tokio.
+//! `JoinHandle` as a `Future`, `cancel_on_drop`, and async admission (`submit_async`,
+//! `spawn_async`): with a minimal hand-written executor (no runtime at all), then with tokio.
 
-use flock::{JoinError, Pool, RejectReason};
+use flock::{Backpressure, JoinError, Pool, RejectReason};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -66,7 +66,25 @@ fn poll_once<F: Future + Unpin>(fut: &mut F, waker: &Waker) -> Poll<F::Output> {
 
 /// A pool whose only worker is held by a task until `release` is sent.
 fn busy_pool() -> (Pool, mpsc::Sender<()>) {
-    let pool = Pool::builder().workers(1).build().unwrap();
+    busy(Pool::builder().workers(1).build().unwrap())
+}
+
+/// One worker, held by a task, and a queue of capacity 1 that is full: the next task
+/// submitted from outside finds no room.
+fn full_pool(policy: Backpressure) -> (Pool, mpsc::Sender<()>) {
+    let (pool, go) = busy(
+        Pool::builder()
+            .workers(1)
+            .capacity(1)
+            .when_full(policy)
+            .build()
+            .unwrap(),
+    );
+    pool.submit(|| ()).unwrap();
+    (pool, go)
+}
+
+fn busy(pool: Pool) -> (Pool, mpsc::Sender<()>) {
     let (started_tx, started) = mpsc::channel();
     let (go_tx, go) = mpsc::channel::<()>();
     pool.submit(move || {
@@ -270,4 +288,153 @@ fn tokio_timeout_cancels_queued_work() {
     go.send(()).unwrap();
     pool.wait().unwrap();
     assert!(!ran.load(Ordering::SeqCst), "the timeout cancelled it");
+}
+
+/// Counts its drops: tells whether a task's closure was dropped unrun.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn wait_for_wake(flag: &Unpark) {
+    let start = Instant::now();
+    while flag.wakes() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "never woken");
+        thread::park_timeout(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn submit_async_waits_for_room_where_submit_is_refused() {
+    let (pool, go) = full_pool(Backpressure::Reject);
+    assert_eq!(pool.submit(|| ()).unwrap_err().reason(), RejectReason::Full);
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let mut fut = pool.submit_async(move || r.store(true, Ordering::SeqCst));
+    let flag = Unpark::new();
+    let waker = Waker::from(flag.clone());
+    assert!(poll_once(&mut fut, &waker).is_pending());
+    assert_eq!(flag.wakes(), 0);
+    go.send(()).unwrap(); // the worker starts the queued task: room
+    wait_for_wake(&flag);
+    assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
+    pool.wait().unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+    let stats = pool.stats();
+    assert_eq!(stats.rejected_full, 1, "waiting is not counted as refusals");
+}
+
+#[test]
+fn submit_async_never_blocks_under_block() {
+    let (pool, go) = full_pool(Backpressure::Block);
+    let mut fut = pool.submit_async(|| ());
+    let start = Instant::now();
+    assert!(poll_once(&mut fut, &Waker::from(Unpark::new())).is_pending());
+    assert!(start.elapsed() < Duration::from_secs(1), "the poll blocked");
+    let releaser = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        go.send(()).unwrap();
+    });
+    let (result, polls) = block_on(fut);
+    result.unwrap();
+    assert!(polls <= 10, "{polls} polls: woken without room too often");
+    releaser.join().unwrap();
+    pool.wait().unwrap();
+    assert_eq!(pool.stats().completed, 3);
+}
+
+#[test]
+fn dropping_a_waiting_submit_drops_the_task_unrun() {
+    let (pool, go) = full_pool(Backpressure::Reject);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let token = DropCount(drops.clone());
+    let mut fut = pool.submit_async(move || drop(token));
+    assert!(poll_once(&mut fut, &Waker::from(Unpark::new())).is_pending());
+    drop(fut);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    go.send(()).unwrap();
+    pool.wait().unwrap();
+    assert_eq!(pool.stats().completed, 2, "only the two tasks admitted ran");
+}
+
+#[test]
+fn shutdown_wakes_a_waiting_submit_and_hands_the_task_back() {
+    let (pool, go) = full_pool(Backpressure::Block);
+    let pool = Arc::new(pool);
+    let (tx, rx) = mpsc::channel();
+    let mut fut = pool.submit_async(move || tx.send(5).unwrap());
+    let flag = Unpark::new();
+    let waker = Waker::from(flag.clone());
+    assert!(poll_once(&mut fut, &waker).is_pending());
+    let p = pool.clone();
+    let closer = thread::spawn(move || p.shutdown().unwrap());
+    wait_for_wake(&flag);
+    match poll_once(&mut fut, &waker) {
+        Poll::Ready(Err(refused)) => {
+            assert_eq!(refused.reason(), RejectReason::Shutdown);
+            refused.into_inner()(); // handed back unrun: run it here
+            assert_eq!(rx.recv().unwrap(), 5);
+        }
+        other => panic!("{:?}", other.map(|r| r.map_err(|e| e.reason()))),
+    }
+    go.send(()).unwrap();
+    closer.join().unwrap();
+}
+
+#[test]
+fn spawn_async_from_a_worker_resolves_at_once() {
+    let pool = Arc::new(Pool::builder().workers(2).capacity(1).build().unwrap());
+    let p = pool.clone();
+    let inner = pool
+        .spawn(move || {
+            // From a task: onto the worker's own deque, never waiting for room.
+            let (handle, polls) = block_on(p.spawn_async(|| 3));
+            assert_eq!(polls, 1);
+            handle.join().unwrap()
+        })
+        .join()
+        .unwrap();
+    assert_eq!(inner, 3);
+}
+
+#[test]
+fn tokio_offloads_through_a_small_queue() {
+    let pool = Arc::new(
+        Pool::builder()
+            .workers(2)
+            .capacity(4)
+            .when_full(Backpressure::Reject)
+            .build()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let total = rt.block_on(async {
+        let tasks: Vec<_> = (0..300u64)
+            .map(|i| {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let handle = pool
+                        .spawn_async(move || {
+                            thread::sleep(Duration::from_micros(50));
+                            i
+                        })
+                        .await;
+                    handle.await.unwrap()
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for t in tasks {
+            total += t.await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, 44_850);
+    assert_eq!(pool.stats().rejected_full, 0);
 }
