@@ -3,8 +3,10 @@
 //! [`global`] and [`try_global`] return one [`Pool`] per process, built the first time either
 //! is called with [`Pool::builder`] defaults, except that the environment variable
 //! `FLOCK_WORKERS`, when set and non-empty, gives the number of workers (a whole number, 1 or
-//! more; surrounding whitespace is ignored). [`submit`] and [`spawn`] are shorthands for
-//! `global().submit(..)` and `global().spawn(..)`.
+//! more; surrounding whitespace is ignored). The free functions [`submit`](crate::submit),
+//! [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope)... use it when
+//! called from a thread that is not a worker (on a worker they use that worker's pool, as
+//! rayon's do).
 //!
 //! - **Lifetime.** The pool lives in a `static` and is never dropped, so its workers are not
 //!   joined when the process exits (as with rayon's global pool): `main` returning ends them
@@ -32,7 +34,7 @@
 //! failed build must be reported and not cached (`get_or_try_init` is unstable): a later call
 //! reads `FLOCK_WORKERS` again and tries again.
 
-use crate::{BuildError, JoinHandle, Pool, SubmitError};
+use crate::{BuildError, Pool};
 use std::ffi::OsStr;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -97,50 +99,6 @@ pub fn global() -> &'static Pool {
         Ok(pool) => pool,
         Err(e) => panic!("flock: could not start the global pool: {e}"),
     }
-}
-
-/// Runs `task` on the [`global`] pool, fire and forget: `global().submit(task)`.
-///
-/// Admission is as for [`Pool::submit`]; a refused task comes back in the error.
-///
-/// # Panics
-/// If the global pool cannot be built (see [`global`]).
-///
-/// ```
-/// let (tx, rx) = std::sync::mpsc::channel();
-/// flock::submit(move || tx.send("done").unwrap())?;
-/// assert_eq!(rx.recv().unwrap(), "done");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[track_caller]
-pub fn submit<F>(task: F) -> Result<(), SubmitError<F>>
-where
-    F: FnOnce() + Send + 'static,
-{
-    global().submit(task)
-}
-
-/// Runs `task` on the [`global`] pool and returns a handle to its result:
-/// `global().spawn(task)`.
-///
-/// Admission is as for [`Pool::spawn`]: if the pool refuses the task, the handle's `join`
-/// returns [`JoinError::Refused`](crate::JoinError::Refused).
-///
-/// # Panics
-/// If the global pool cannot be built (see [`global`]).
-///
-/// ```
-/// let parts: Vec<_> = (0..4u64).map(|i| flock::spawn(move || i * 50)).collect();
-/// let total: u64 = parts.into_iter().map(|h| h.join().unwrap()).sum();
-/// assert_eq!(total, 300);
-/// ```
-#[track_caller]
-pub fn spawn<F, T>(task: F) -> JoinHandle<T>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    global().spawn(task)
 }
 
 /// The slow path of [`try_global`]: build the pool under the init lock, unless the caller

@@ -23,9 +23,12 @@
 
 mod admit;
 mod builder;
+mod current;
 mod deque;
 mod error;
+mod fifo;
 mod global;
+mod install;
 mod job;
 mod join;
 mod lane;
@@ -46,10 +49,13 @@ mod loom_tests;
 
 pub use admit::{SpawnAsync, SubmitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use current::{
+    current_num_workers, join, scope, scope_fifo, spawn, spawn_fifo, submit, yield_now, Yield,
+};
 pub use error::{
     BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,
 };
-pub use global::{global, spawn, submit, try_global};
+pub use global::{global, try_global};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;

@@ -913,16 +913,27 @@ impl WorkerThread {
 
     /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
     /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
-    /// to find it).
-    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) {
+    /// to find it). Returns whether it ran the job.
+    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
         let reg = &*self.registry;
         if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
             reg.lanes[lane].injector.push(job);
             // `resume` may have come between the load and the push: F1 and the state test.
             reg.sleep.notify_new_work();
-            return;
+            return false;
         }
         self.execute(job, lane);
+        true
+    }
+
+    /// `flock::yield_now` on this worker, inside a task: runs one task of our pool if one is
+    /// queued, as a waiting worker does (so while paused only spawned ones). The sleep state
+    /// does not change: we are running a task, not searching. Returns whether one ran.
+    pub(crate) fn run_one_task(&self) -> bool {
+        match self.find_work_while_waiting() {
+            Some((job, lane)) => self.execute_unless_paused_waiting(job, lane),
+            None => false,
+        }
     }
 
     /// A job to run while waiting: any of our pool's, or while paused only a spawned one (a

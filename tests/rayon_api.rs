@@ -1,0 +1,390 @@
+//! The entry points rayon users reach for, checked against the behaviour rayon-core documents
+//! (written from its docs, not copied from its suite): free `join` / `scope` / `spawn` in the
+//! current pool, `Pool::install`, `yield_now`, per-call FIFO, `current_num_workers`.
+
+use flock::{Pool, Yield};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+/// A pool whose worker threads are named `"{name}-{index}"`.
+fn named(name: &'static str, workers: usize) -> Pool {
+    Pool::builder()
+        .workers(workers)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .unwrap()
+}
+
+fn thread_name() -> String {
+    std::thread::current().name().unwrap_or("").to_owned()
+}
+
+fn on(pool: &str) -> bool {
+    thread_name().starts_with(&format!("{pool}-"))
+}
+
+// ----- install ----------------------------------------------------------------------------
+
+#[test]
+fn install_runs_on_a_worker_and_returns_the_result() {
+    let pool = named("inst", 2);
+    let (name, value) = pool.install(|| (thread_name(), 6 * 7));
+    assert!(name.starts_with("inst-"), "{name}");
+    assert_eq!(value, 42);
+}
+
+#[test]
+fn install_from_a_worker_of_the_same_pool_runs_inline() {
+    let pool = named("inline", 2);
+    let (outer, inner) = pool.install(|| {
+        let outer = thread_name();
+        (outer, pool.install(thread_name))
+    });
+    assert_eq!(outer, inner);
+}
+
+#[test]
+fn install_reraises_a_panic() {
+    let pool = Pool::new();
+    let err = catch_unwind(AssertUnwindSafe(|| pool.install(|| panic!("boom")))).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"boom"));
+    assert_eq!(pool.install(|| 1), 1, "the pool survives");
+}
+
+/// rayon's `mutual_install`: two pools of one worker each installing into each other. The
+/// waiting worker of each runs its own pool's tasks, so neither starves.
+#[test]
+fn pools_installing_into_each_other_do_not_deadlock() {
+    let a = Arc::new(named("ma", 1));
+    let b = Arc::new(named("mb", 1));
+    let (a2, b2) = (a.clone(), b.clone());
+    let r = a.install(move || {
+        let a3 = a2.clone();
+        b2.install(move || a3.install(|| (on("ma"), 7)))
+    });
+    assert_eq!(r, (true, 7));
+}
+
+#[test]
+fn install_on_a_shut_down_pool_runs_on_the_caller() {
+    let pool = Pool::new();
+    pool.shutdown().unwrap();
+    let caller = std::thread::current().id();
+    assert_eq!(pool.install(|| std::thread::current().id()), caller);
+}
+
+// ----- join -------------------------------------------------------------------------------
+
+#[test]
+fn free_join_inside_install_runs_in_that_pool() {
+    let pool = named("join", 2);
+    let (a, b) = pool.install(|| flock::join(|| on("join"), || on("join")));
+    assert!(a && b);
+}
+
+#[test]
+fn free_join_outside_any_pool_uses_the_global_pool() {
+    let (a, b) = flock::join(flock::current_worker_index, flock::current_worker_index);
+    assert!(a.is_some() && b.is_some(), "both ran on global workers");
+}
+
+fn quick_sort(v: &mut [u32]) {
+    if v.len() <= 32 {
+        v.sort_unstable();
+        return;
+    }
+    let mid = v.len() / 2;
+    v.select_nth_unstable(mid);
+    let (left, right) = v.split_at_mut(mid);
+    flock::join(|| quick_sort(left), || quick_sort(&mut right[1..]));
+}
+
+/// rayon's `sort`: a recursive join with no pool passed down.
+#[test]
+fn recursive_free_join_sorts() {
+    let pool = Pool::builder().workers(4).build().unwrap();
+    let mut v: Vec<u32> = (0..20_000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) % 10_007)
+        .collect();
+    pool.install(|| quick_sort(&mut v));
+    assert!(v.windows(2).all(|w| w[0] <= w[1]));
+}
+
+/// rayon's `panic_propagate_a` / `panic_b_still_executes`: a panic in `a` is re-raised after
+/// `b` has run.
+#[test]
+fn a_panic_in_join_is_reraised_after_both_ran() {
+    let pool = Pool::new();
+    let b_ran = AtomicBool::new(false);
+    let err = catch_unwind(AssertUnwindSafe(|| {
+        pool.install(|| flock::join(|| panic!("from a"), || b_ran.store(true, Ordering::SeqCst)))
+    }))
+    .unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"from a"));
+    assert!(b_ran.load(Ordering::SeqCst));
+    let err = catch_unwind(|| flock::join(|| 1, || -> u32 { panic!("from b") })).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"from b"));
+}
+
+// ----- scope ------------------------------------------------------------------------------
+
+#[test]
+fn free_scope_inside_install_spawns_into_that_pool() {
+    let pool = named("scope", 2);
+    let all_on_pool = AtomicBool::new(true);
+    pool.install(|| {
+        flock::scope(|s| {
+            for _ in 0..20 {
+                s.spawn(|_| {
+                    if !on("scope") {
+                        all_on_pool.store(false, Ordering::SeqCst);
+                    }
+                });
+            }
+        })
+    });
+    assert!(all_on_pool.load(Ordering::SeqCst));
+}
+
+/// rayon's `scope_result` and `scope_two`: the body's value comes back, after the tasks.
+#[test]
+fn free_scope_returns_the_body_value_after_every_task() {
+    let counter = AtomicUsize::new(0);
+    let r = flock::scope(|s| {
+        s.spawn(|_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        s.spawn(|_| {
+            counter.fetch_add(10, Ordering::SeqCst);
+        });
+        22
+    });
+    assert_eq!((r, counter.load(Ordering::SeqCst)), (22, 11));
+}
+
+/// rayon's `scope_divide_and_conquer`: nested spawns through the scope reference.
+#[test]
+fn free_scope_divides_and_conquers() {
+    fn split<'s>(s: &flock::Scope<'s>, counter: &'s AtomicUsize, n: usize) {
+        if n <= 1 {
+            counter.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        s.spawn(move |s| split(s, counter, n / 2));
+        s.spawn(move |s| split(s, counter, n - n / 2));
+    }
+    let counter = AtomicUsize::new(0);
+    let pool = Pool::builder().workers(3).build().unwrap();
+    pool.install(|| flock::scope(|s| split(s, &counter, 1024)));
+    assert_eq!(counter.load(Ordering::SeqCst), 1024);
+}
+
+/// rayon's `panic_propagate_scope`: a task's panic comes out of the scope, after the rest ran.
+#[test]
+fn a_panic_in_a_free_scope_task_is_reraised_after_the_rest() {
+    let ran = AtomicUsize::new(0);
+    let err = catch_unwind(AssertUnwindSafe(|| {
+        flock::scope(|s| {
+            s.spawn(|_| panic!("task"));
+            for _ in 0..10 {
+                s.spawn(|_| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        })
+    }))
+    .unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"task"));
+    assert_eq!(ran.load(Ordering::SeqCst), 10);
+}
+
+// ----- spawn ------------------------------------------------------------------------------
+
+/// rayon's `spawn_then_join_in_worker`: a spawn from a worker goes to that worker's pool.
+#[test]
+fn free_spawn_from_a_worker_stays_in_its_pool() {
+    let pool = named("spawn", 2);
+    let handle = pool.install(|| flock::spawn(|| on("spawn")));
+    assert!(handle.join().unwrap());
+    let (tx, rx) = mpsc::channel();
+    pool.install(|| flock::submit(move || tx.send(on("spawn")).unwrap()).unwrap());
+    assert!(rx.recv().unwrap());
+}
+
+#[test]
+fn free_spawn_outside_any_pool_uses_the_global_pool() {
+    let handle = flock::spawn(flock::current_worker_index);
+    assert!(handle.join().unwrap().is_some());
+}
+
+/// rayon's `panic_fwd`-style check: a spawned task's panic reaches its handle, not the pool.
+#[test]
+fn a_free_spawned_panic_reaches_the_handle() {
+    let pool = Pool::new();
+    let handle = pool.install(|| flock::spawn(|| -> u32 { panic!("spawned") }));
+    assert!(handle.join().unwrap_err().is_panic());
+    assert_eq!(pool.install(|| 3), 3);
+}
+
+// ----- yield_now --------------------------------------------------------------------------
+
+#[test]
+fn yield_now_outside_a_pool_is_none() {
+    assert_eq!(flock::yield_now(), None);
+}
+
+/// rayon's `yield_now_to_spawn`: on a one-worker pool, a task spawned then yielded to runs
+/// inside the yield; with nothing queued the yield is idle.
+#[test]
+fn yield_now_runs_a_pending_task_here() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let (first, ran, second) = pool.install(|| {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        flock::submit(move || r.store(true, Ordering::SeqCst)).unwrap();
+        let first = flock::yield_now();
+        (first, ran.load(Ordering::SeqCst), flock::yield_now())
+    });
+    assert_eq!(
+        (first, ran, second),
+        (Some(Yield::Executed), true, Some(Yield::Idle))
+    );
+}
+
+/// A task from outside waits in the shared queue while the only worker is busy: the busy
+/// task's yield runs it.
+#[test]
+fn yield_now_runs_a_task_from_outside() {
+    let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+    let (queued_tx, queued) = mpsc::channel::<()>();
+    let p = pool.clone();
+    let busy = pool.spawn(move || {
+        queued.recv().unwrap();
+        flock::yield_now()
+    });
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    p.submit(move || r.store(true, Ordering::SeqCst)).unwrap();
+    queued_tx.send(()).unwrap();
+    assert_eq!(busy.join().unwrap(), Some(Yield::Executed));
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+// ----- FIFO -------------------------------------------------------------------------------
+
+/// Spawns 0..10 from a task of a one-worker pool with `how`, waits, returns the run order.
+fn order_of(how: fn(Arc<Mutex<Vec<u32>>>, u32)) -> Vec<u32> {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let o = order.clone();
+    pool.install(move || {
+        for i in 0..10 {
+            how(o.clone(), i);
+        }
+    });
+    pool.wait().unwrap();
+    let v = order.lock().unwrap().clone();
+    v
+}
+
+/// rayon's `lifo_order` / `fifo_order` for spawn vs spawn_fifo on one worker.
+#[test]
+fn spawn_is_lifo_and_spawn_fifo_is_fifo_on_one_worker() {
+    let lifo = order_of(|o, i| drop(flock::spawn(move || o.lock().unwrap().push(i))));
+    assert_eq!(lifo, (0..10).rev().collect::<Vec<_>>());
+    let fifo = order_of(|o, i| drop(flock::spawn_fifo(move || o.lock().unwrap().push(i))));
+    assert_eq!(fifo, (0..10).collect::<Vec<_>>());
+}
+
+fn spawn_ten<'s>(s: &flock::Scope<'s>, order: &'s Mutex<Vec<u32>>) {
+    for i in 0..10 {
+        s.spawn(move |_| order.lock().unwrap().push(i));
+    }
+}
+
+/// rayon's `scope_fifo_order` and `scope_lifo_order`.
+#[test]
+fn scope_fifo_spawns_in_order_and_scope_in_reverse() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let run = |fifo: bool| {
+        let order = Mutex::new(Vec::new());
+        pool.install(|| {
+            if fifo {
+                flock::scope_fifo(|s| spawn_ten(s, &order))
+            } else {
+                flock::scope(|s| spawn_ten(s, &order))
+            }
+        });
+        order.into_inner().unwrap()
+    };
+    assert_eq!(run(true), (0..10).collect::<Vec<_>>());
+    assert_eq!(run(false), (0..10).rev().collect::<Vec<_>>());
+}
+
+/// rayon's `mixed_fifo_order`-style check: FIFO spawns keep their order among themselves
+/// while LIFO spawns interleave, and every task runs once.
+#[test]
+fn mixed_fifo_and_lifo_spawns_each_keep_their_order() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let order = Mutex::new(Vec::new());
+    pool.install(|| {
+        flock::scope(|s| {
+            for i in 0..10u32 {
+                let order = &order;
+                if i % 2 == 0 {
+                    s.spawn_fifo(move |_| order.lock().unwrap().push(i));
+                } else {
+                    s.spawn(move |_| order.lock().unwrap().push(i));
+                }
+            }
+        })
+    });
+    let order = order.into_inner().unwrap();
+    let evens: Vec<_> = order.iter().copied().filter(|i| i % 2 == 0).collect();
+    let odds: Vec<_> = order.iter().copied().filter(|i| i % 2 == 1).collect();
+    assert_eq!(evens, [0, 2, 4, 6, 8]);
+    assert_eq!(odds, [9, 7, 5, 3, 1]);
+}
+
+#[test]
+fn spawn_fifo_tasks_are_dropped_by_shutdown_now_with_their_handles_told() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    let handles = pool.install(move || {
+        let handles: Vec<_> = (0..3).map(|i| flock::spawn_fifo(move || i)).collect();
+        flock::submit(move || {
+            started_tx.send(()).unwrap();
+            go.recv().unwrap();
+        })
+        .unwrap();
+        handles
+    });
+    started.recv().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !pool.is_shutdown() {
+                std::thread::yield_now();
+            }
+            go_tx.send(()).unwrap();
+        });
+        pool.shutdown_now().unwrap();
+    });
+    for h in handles {
+        // Each either ran before the blocker took the worker, or was dropped: never lost.
+        match h.join() {
+            Ok(_) | Err(flock::JoinError::Dropped) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}
+
+// ----- current_num_workers ----------------------------------------------------------------
+
+#[test]
+fn current_num_workers_follows_the_current_pool() {
+    let pool = Pool::builder().workers(3).build().unwrap();
+    assert_eq!(pool.install(flock::current_num_workers), 3);
+    assert_eq!(flock::current_num_workers(), flock::global().workers());
+}
