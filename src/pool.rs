@@ -569,6 +569,39 @@ impl Pool {
         self.registry.stats()
     }
 
+    /// Tasks waiting in the pool's queues now (shared queues, workers' deques, bundles), as
+    /// [`Stats::queued`](crate::Stats::queued) but without building a snapshot: a few loads
+    /// per worker, no allocation, no lock. A gauge: it may be stale by the time it returns.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// pool.pause();
+    /// for _ in 0..5 { pool.submit(|| ()).unwrap(); }
+    /// assert_eq!(pool.queued(), 5);
+    /// pool.resume();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.queued(), 0);
+    /// ```
+    pub fn queued(&self) -> u64 {
+        (0..self.registry.lanes.len())
+            .map(|i| self.registry.lane_queued(i))
+            .sum()
+    }
+
+    /// How many of the pool's workers are running a task now (their
+    /// [`WorkerState`](crate::WorkerState) is `Running`), without building a
+    /// [`Stats`](crate::Stats) snapshot. A worker waiting inside a task (`join`, `scope`)
+    /// with nothing to run is parked, so it does not count. A gauge, as
+    /// [`queued`](Pool::queued).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).build().unwrap();
+    /// assert!(pool.install(|| pool.running()) >= 1); // this one, at least
+    /// ```
+    pub fn running(&self) -> usize {
+        self.registry.workers_running()
+    }
+
     /// Whether a shutdown has begun.
     ///
     /// ```

@@ -388,3 +388,35 @@ fn current_num_workers_follows_the_current_pool() {
     assert_eq!(pool.install(flock::current_num_workers), 3);
     assert_eq!(flock::current_num_workers(), flock::global().workers());
 }
+
+// ----- queued / running -------------------------------------------------------------------
+
+#[test]
+fn queued_and_running_follow_the_pool_without_a_snapshot() {
+    let pool = Pool::builder().workers(2).build().unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    let go = Arc::new(Mutex::new(go));
+    for _ in 0..2 {
+        let (s, g) = (started_tx.clone(), go.clone());
+        pool.submit(move || {
+            s.send(()).unwrap();
+            g.lock().unwrap().recv().unwrap();
+        })
+        .unwrap();
+    }
+    started.recv().unwrap();
+    started.recv().unwrap();
+    // Both workers busy: what follows waits in the queues, in bundles too.
+    for _ in 0..3 {
+        pool.submit(|| ()).unwrap();
+    }
+    assert_eq!(pool.submit_batch((0..20).map(|_| || ())).unwrap(), 20);
+    assert_eq!(pool.queued(), 23);
+    assert_eq!(pool.queued(), pool.stats().queued);
+    assert_eq!(pool.running(), 2);
+    go_tx.send(()).unwrap();
+    go_tx.send(()).unwrap();
+    pool.wait().unwrap();
+    assert_eq!(pool.queued(), 0);
+}
