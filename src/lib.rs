@@ -22,6 +22,7 @@
 #![warn(rust_2018_idioms)]
 
 mod admit;
+mod broadcast;
 mod builder;
 mod current;
 mod deque;

@@ -536,3 +536,17 @@ fn loom_submit_async_racing_the_release_of_room() {
         pool.shutdown().unwrap();
     });
 }
+
+/// `Pool::broadcast` to a worker that is falling asleep: the job sits in its mailbox, never
+/// stolen, so only that worker can run it; a worker that parks without seeing it, and is
+/// not woken by `wake_specific`, deadlocks the caller. (With two workers the model did not
+/// finish in minutes; one worker is the race that matters: put + wake against announce +
+/// re-check.)
+#[test]
+fn loom_broadcast_reaches_a_parking_worker() {
+    model("loom_broadcast_reaches_a_parking_worker", || {
+        let pool = pool(1);
+        assert_eq!(pool.broadcast(|i| i), [0]);
+        pool.shutdown().unwrap();
+    });
+}

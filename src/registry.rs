@@ -2,6 +2,7 @@
 //! counters, admission (capacity and backpressure) and the shutdown handshake.
 
 use crate::admit::RoomWakers;
+use crate::broadcast::Mailboxes;
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer, Worker as Deque};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
@@ -138,6 +139,8 @@ pub(crate) struct Registry {
     blocked: CachePadded<AtomicUsize>,
     /// Async submitters waiting for room (`src/admit.rs`).
     pub(crate) room_wakers: RoomWakers,
+    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
+    pub(crate) mailboxes: Mailboxes,
     room_lock: Mutex<()>,
     room_cond: Condvar,
     /// Started tasks a worker may hold back before giving their `pending` units back.
@@ -215,6 +218,7 @@ impl Registry {
             pending: CachePadded::new(AtomicUsize::new(0)),
             blocked: CachePadded::new(AtomicUsize::new(0)),
             room_wakers: RoomWakers::new(),
+            mailboxes: Mailboxes::new(slots),
             room_lock: Mutex::new(()),
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
@@ -340,6 +344,14 @@ impl Registry {
         drop(guard);
         self.blocked.fetch_sub(1, Ordering::Relaxed);
         result.map_err(|reason| self.revoke(shard, reason))
+    }
+
+    /// Takes back `n` entries that were not refused, only not needed (a broadcast that found
+    /// the pool shut down): no refusal is counted.
+    #[cold]
+    pub(crate) fn revoke_entries(&self, shard: &Shard, n: u64) {
+        shard.add_shared(Proto::Revoked, n);
+        self.after_finish_off_worker();
     }
 
     /// Takes back an entry the pool will not run. Returns `reason` for convenience.

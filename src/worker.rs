@@ -312,6 +312,10 @@ impl WorkerThread {
     /// them; each is moved, not copied, so none runs twice and none is lost.
     fn hand_over_work(&self) {
         let reg = &*self.registry;
+        // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
+        while let Some(job) = reg.mailboxes.take(self.index) {
+            self.execute(job, 0);
+        }
         // A bundle we claimed from keeps its entry in a queue (ours, moved below, or a
         // thief's): letting go of our handle leaves its jobs to whoever takes that up.
         for current in self.current.iter() {
@@ -396,11 +400,13 @@ impl WorkerThread {
         Parked::Resume { searching: true }
     }
 
-    /// Whether any queue holds a job (the re-check after announcing sleep).
+    /// Whether any queue holds a job (the re-check after announcing sleep), our broadcast
+    /// mailbox included.
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
         reg.lanes.iter().any(|l| !l.injector.is_empty())
             || reg.stealers.iter().any(|s| !s.is_empty())
+            || reg.mailboxes.has(self.index)
     }
 
     /// The bundle we took up last, then our own deque, then the injector (a batch into our
@@ -408,6 +414,10 @@ impl WorkerThread {
     /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
     /// (`find_work_in_lanes`). Returns the job and its lane.
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
+        // A `Pool::broadcast` call for this worker only (one Relaxed load when none).
+        if let Some(job) = self.registry.mailboxes.take(self.index) {
+            return Some((job, 0));
+        }
         if self.locals.len() > 1 {
             return self.find_work_in_lanes();
         }

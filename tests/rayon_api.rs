@@ -420,3 +420,130 @@ fn queued_and_running_follow_the_pool_without_a_snapshot() {
     pool.wait().unwrap();
     assert_eq!(pool.queued(), 0);
 }
+
+// ----- broadcast --------------------------------------------------------------------------
+
+/// rayon's `broadcast_pool`: one call per worker, on that worker, values in index order.
+#[test]
+fn broadcast_runs_once_on_every_worker_in_index_order() {
+    let pool = named("bc", 4);
+    let calls = AtomicUsize::new(0);
+    let seen = pool.broadcast(|i| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        (i, flock::current_worker_index(), thread_name())
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    for (pos, (i, index, name)) in seen.into_iter().enumerate() {
+        assert_eq!((i, index), (pos, Some(pos)));
+        assert_eq!(name, format!("bc-{pos}"));
+    }
+}
+
+/// rayon's `broadcast_self`: from one of the pool's own tasks, its worker takes part.
+#[test]
+fn broadcast_from_a_task_of_the_pool_includes_its_worker() {
+    let pool = Pool::builder().workers(3).build().unwrap();
+    let (me, seen) = pool.install(|| (flock::current_worker_index(), pool.broadcast(|i| i)));
+    assert_eq!(seen, [0, 1, 2]);
+    assert!(me.is_some());
+}
+
+/// rayon's `broadcast_mutual`-style check: a task of pool A broadcasts on pool B; A's worker
+/// keeps running A's tasks while it waits.
+#[test]
+fn broadcast_on_another_pool_from_a_task() {
+    let a = Pool::builder().workers(1).build().unwrap();
+    let b = Arc::new(named("bcb", 2));
+    let b2 = b.clone();
+    let seen = a.install(move || b2.broadcast(|_| on("bcb")));
+    assert_eq!(seen, [true, true]);
+}
+
+/// rayon's `broadcast_sleep_race`: broadcasts to workers that are falling asleep.
+#[test]
+fn repeated_broadcasts_reach_sleeping_workers() {
+    let pool = Pool::builder().workers(3).spin_limit(1).build().unwrap();
+    for round in 0..200 {
+        let seen = pool.broadcast(|i| i + round);
+        assert_eq!(seen, [round, round + 1, round + 2]);
+        if round % 50 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}
+
+/// rayon's `broadcast_panic_one` / `broadcast_panic_many`: the first panic comes out after
+/// every call has run.
+#[test]
+fn a_panic_in_broadcast_is_reraised_after_every_call() {
+    let pool = Pool::builder().workers(3).build().unwrap();
+    let calls = AtomicUsize::new(0);
+    let err = catch_unwind(AssertUnwindSafe(|| {
+        pool.broadcast(|i| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            if i != 1 {
+                panic!("call {i}");
+            }
+        })
+    }))
+    .unwrap_err();
+    assert!(err.downcast_ref::<String>().unwrap().starts_with("call "));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(pool.broadcast(|i| i), [0, 1, 2], "the pool survives");
+}
+
+/// A worker busy with a task runs its call once the task ends.
+#[test]
+fn broadcast_waits_for_a_busy_worker() {
+    let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    pool.submit(move || {
+        started_tx.send(()).unwrap();
+        go.recv().unwrap();
+    })
+    .unwrap();
+    started.recv().unwrap();
+    let p = pool.clone();
+    let caller = std::thread::spawn(move || p.broadcast(|i| i));
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(!caller.is_finished(), "one worker is still busy");
+    go_tx.send(()).unwrap();
+    assert_eq!(caller.join().unwrap(), [0, 1]);
+}
+
+#[test]
+fn broadcast_waits_for_resume_and_is_empty_after_shutdown() {
+    let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+    pool.pause();
+    let p = pool.clone();
+    let caller = std::thread::spawn(move || p.broadcast(|i| i * 10));
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(!caller.is_finished(), "paused: nothing starts");
+    pool.resume();
+    assert_eq!(caller.join().unwrap(), [0, 10]);
+    pool.shutdown().unwrap();
+    assert!(pool.broadcast(|i| i).is_empty());
+}
+
+/// Resize racing broadcasts: every call lands on a live worker, at most once per worker,
+/// and none hangs (a worker that retires runs its call before it leaves).
+#[test]
+fn broadcast_racing_resize() {
+    let pool = Arc::new(Pool::builder().workers(4).max_workers(4).build().unwrap());
+    let p = pool.clone();
+    let resizer = std::thread::spawn(move || {
+        for n in [1, 4, 2, 3, 1, 4] {
+            p.resize(n).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+    for _ in 0..100 {
+        let seen = pool.broadcast(|i| (i, flock::current_worker_index()));
+        assert!(!seen.is_empty());
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+        assert!(seen.iter().all(|(i, at)| *at == Some(*i)));
+    }
+    resizer.join().unwrap();
+    assert_eq!(pool.broadcast(|i| i), [0, 1, 2, 3]);
+}
