@@ -1034,6 +1034,12 @@ impl Registry {
         self.shown.store(slots.shown(), Ordering::Relaxed);
         self.slot_cond.notify_all();
         drop(slots);
+        // `Pool::broadcast` calls left for a worker that never ran its loop (its pinning
+        // failed): none can arrive now that the slot is not running, so run them here, off
+        // the workers, rather than leave their caller waiting.
+        while let Some(job) = self.mailboxes.take(index) {
+            self.run_off_worker(self.counters.external(), job, 0);
+        }
         self.workers_gone(1);
     }
 
