@@ -18,6 +18,16 @@
 //! pool.shutdown()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! **From async code** (any executor; flock depends on no runtime): `.await` a
+//! [`JoinHandle`] instead of calling `join`, and submit with [`Pool::spawn_async`] /
+//! [`Pool::submit_async`], which wait for room in a full queue instead of blocking the
+//! executor's thread. [`JoinHandle::cancel_on_drop`] makes a timeout remove work still queued.
+//!
+//! **Coming from rayon**: [`join`], [`scope`], [`spawn`], [`yield_now`] and
+//! [`current_num_workers`] use the current pool (the calling worker's, else the [`global`]
+//! one); [`Pool::install`] runs a closure on a pool's worker, [`Pool::broadcast`] on every
+//! worker; [`spawn_fifo`] and [`scope_fifo`] give per-call FIFO order.
 #![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![warn(rust_2018_idioms)]
 
