@@ -103,21 +103,31 @@ impl Waiting<'_> {
         let reg = self.registry;
         let shard = reg.counters.external();
         if let Some(done) = reg.try_admit_async(shard).transpose() {
+            self.leave();
             return Poll::Ready(done);
         }
         reg.room_wakers.register(&mut self.id, cx.waker());
         match reg.try_admit_async(shard).transpose() {
-            Some(done) => Poll::Ready(done),
+            Some(done) => {
+                self.leave();
+                Poll::Ready(done)
+            }
             None => Poll::Pending,
+        }
+    }
+
+    /// No longer waiting: our waker, if a wake has not taken it, leaves the list (so that
+    /// `wake_all` does not wake a future that is done).
+    fn leave(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.registry.room_wakers.unregister(id);
         }
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.registry.room_wakers.unregister(id);
-        }
+        self.leave();
     }
 }
 
