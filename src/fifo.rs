@@ -7,11 +7,11 @@
 //! a thief) runs the oldest job of that queue, so FIFO spawns of one worker start in the order
 //! they were made, while the deque stays LIFO for everything else (rayon's `JobFifo`). There
 //! is one trigger per queued job, so no job is left behind; a trigger dropped unrun (by
-//! `shutdown_now`) drops one job with it. From outside the pool a task goes to the shared
-//! queue, which is FIFO already.
+//! `shutdown_now`) drops one job with it, and counts as that job (`Job::deferred`). From
+//! outside the pool a task goes to the shared queue, which is FIFO already.
 
 use crate::deque::{Injector, Steal};
-use crate::job::{Job, Outcome};
+use crate::job::{Job, JobSource};
 use crate::pool::Pool;
 use crate::scope::Scope;
 use crate::spawn::{spawn_job, JoinHandle};
@@ -41,29 +41,9 @@ impl Fifo {
     }
 }
 
-/// Stands in a deque for the oldest job of a `Fifo`.
-struct Trigger {
-    fifo: Arc<Fifo>,
-    armed: bool,
-}
-
-impl Trigger {
-    fn run(mut self) -> Outcome {
-        self.armed = false;
-        self.fifo
-            .pop()
-            .expect("flock: one FIFO job per trigger")
-            .run()
-    }
-}
-
-impl Drop for Trigger {
-    fn drop(&mut self) {
-        if self.armed {
-            // Dropped unrun (`shutdown_now`): drop a job with it; its own drop reports it
-            // (a spawned task's handle says `Dropped`).
-            drop(self.fifo.pop());
-        }
+impl JobSource for Fifo {
+    fn take_job(&self) -> Job {
+        self.pop().expect("flock: one FIFO job per trigger")
     }
 }
 
@@ -81,8 +61,8 @@ pub(crate) fn push_fifo(worker: &WorkerThread, job: Job) {
             .clone()
     });
     fifo.jobs.push(job);
-    let trigger = Trigger { fifo, armed: true };
-    worker.submit_local(Job::new(move || trigger.run(), flags), None);
+    // The trigger: run or discarded, it runs or discards the oldest job of `fifo`.
+    worker.submit_local(Job::deferred(fifo, flags), None);
 }
 
 impl Pool {

@@ -547,3 +547,42 @@ fn broadcast_racing_resize() {
     resizer.join().unwrap();
     assert_eq!(pool.broadcast(|i| i), [0, 1, 2, 3]);
 }
+
+/// A FIFO-spawned task cancelled while queued, then the pool shut down with `shutdown_now`:
+/// the task is counted dropped once (by the cancel), not again when its trigger is
+/// discarded (which would make the outstanding count underflow).
+#[test]
+fn a_cancelled_fifo_task_is_counted_once_under_shutdown_now() {
+    let pool = Pool::builder().workers(1).build().unwrap();
+    let (started_tx, started) = mpsc::channel();
+    let (go_tx, go) = mpsc::channel::<()>();
+    let queued = pool.install(move || {
+        let queued = flock::spawn_fifo(|| 1);
+        // Pushed after the FIFO trigger, so popped first: it holds the only worker.
+        flock::submit(move || {
+            started_tx.send(()).unwrap();
+            go.recv().unwrap();
+        })
+        .unwrap();
+        queued
+    });
+    started.recv().unwrap();
+    assert!(queued.cancel());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !pool.is_shutdown() {
+                std::thread::yield_now();
+            }
+            go_tx.send(()).unwrap();
+        });
+        assert_eq!(
+            pool.shutdown_now().unwrap(),
+            0,
+            "the cancel already took it"
+        );
+    });
+    assert!(matches!(queued.join(), Err(flock::JoinError::Cancelled)));
+    let stats = pool.stats();
+    assert_eq!(stats.dropped, 1);
+    assert_eq!(stats.completed, 2, "install's job and the blocker");
+}
