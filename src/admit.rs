@@ -12,7 +12,7 @@ use crate::registry::{Registry, Route};
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::worker::with_current;
-use crate::{RejectReason, SubmitError};
+use crate::{LaneId, RejectReason, SubmitError};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -94,6 +94,8 @@ impl RoomWakers {
 struct Waiting<'a> {
     registry: &'a Arc<Registry>,
     id: Option<u64>,
+    /// The lane asked for: `Ok(None)` none named, `Err(())` a name the pool does not have.
+    lane: Result<Option<usize>, ()>,
 }
 
 impl Waiting<'_> {
@@ -169,13 +171,14 @@ impl<F> fmt::Debug for SpawnAsync<'_, F> {
 /// never waiting) and returns what `make` gave back; elsewhere hands the task back.
 fn on_own_worker<F, R>(
     registry: &Registry,
+    lane: Option<usize>,
     task: F,
     make: impl FnOnce(F) -> (Job, R),
 ) -> Result<R, F> {
     with_current(|w| match w {
         Some(w) if w.is_in(registry) => {
             let (job, out) = make(task);
-            w.submit_local(job, None);
+            w.submit_local(job, lane);
             Ok(out)
         }
         _ => Err(task),
@@ -195,7 +198,10 @@ where
             .task
             .take()
             .expect("flock: SubmitAsync polled after Ready");
-        let task = match on_own_worker(reg, task, |task| (fire_and_forget(task), ())) {
+        let Ok(lane) = this.waiting.lane else {
+            return Poll::Ready(Err(SubmitError::new(task, RejectReason::UnknownLane)));
+        };
+        let task = match on_own_worker(reg, lane, task, |task| (fire_and_forget(task), ())) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(task) => task,
         };
@@ -205,7 +211,7 @@ where
                 Poll::Pending
             }
             Poll::Ready(Ok(route)) => {
-                let lane = reg.outside_lane(None);
+                let lane = reg.outside_lane(lane);
                 let job = fire_and_forget(task);
                 Registry::dispatch(reg, reg.counters.external(), route, job, lane);
                 Poll::Ready(Ok(()))
@@ -229,7 +235,10 @@ where
             .task
             .take()
             .expect("flock: SpawnAsync polled after Ready");
-        let task = match on_own_worker(reg, task, |task| spawn_job(reg, task)) {
+        let Ok(lane) = this.waiting.lane else {
+            return Poll::Ready(JoinHandle::refused(reg, RejectReason::UnknownLane));
+        };
+        let task = match on_own_worker(reg, lane, task, |task| spawn_job(reg, task)) {
             Ok(handle) => return Poll::Ready(handle),
             Err(task) => task,
         };
@@ -240,7 +249,7 @@ where
             }
             Poll::Ready(Ok(route)) => {
                 let (job, handle) = spawn_job(reg, task);
-                let lane = reg.outside_lane(None);
+                let lane = reg.outside_lane(lane);
                 Registry::dispatch(reg, reg.counters.external(), route, job, lane);
                 Poll::Ready(handle)
             }
@@ -301,10 +310,7 @@ impl Pool {
         F: FnOnce() + Send + 'static,
     {
         SubmitAsync {
-            waiting: Waiting {
-                registry: self.registry(),
-                id: None,
-            },
+            waiting: self.waiting(Ok(None)),
             task: Some(task),
         }
     }
@@ -348,11 +354,88 @@ impl Pool {
         T: Send + 'static,
     {
         SpawnAsync {
-            waiting: Waiting {
-                registry: self.registry(),
-                id: None,
-            },
+            waiting: self.waiting(Ok(None)),
             task: Some(task),
         }
+    }
+
+    /// [`submit_async`](Pool::submit_async) into `lane` (see [`Pool::submit_to`]). A lane the
+    /// pool does not have resolves at once to [`RejectReason::UnknownLane`].
+    ///
+    /// ```
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct W(std::thread::Thread);
+    /// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         match f.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+    /// #             std::task::Poll::Ready(v) => return v,
+    /// #             std::task::Poll::Pending => std::thread::park(),
+    /// #         }
+    /// #     }
+    /// # }
+    /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build()?;
+    /// block_on(pool.submit_async_to("batch", || { /* a long report */ }))?;
+    /// let err = block_on(pool.submit_async_to("nope", || ())).unwrap_err();
+    /// assert_eq!(err.reason(), flock::RejectReason::UnknownLane);
+    /// pool.wait()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn submit_async_to<L, F>(&self, lane: L, task: F) -> SubmitAsync<'_, F>
+    where
+        L: LaneId,
+        F: FnOnce() + Send + 'static,
+    {
+        SubmitAsync {
+            waiting: self.waiting(self.lane_of(lane)),
+            task: Some(task),
+        }
+    }
+
+    /// [`spawn_async`](Pool::spawn_async) into `lane` (see [`Pool::submit_to`]). A lane the
+    /// pool does not have gives a handle that resolves to
+    /// [`JoinError::Refused`](crate::JoinError::Refused)`(UnknownLane)`.
+    ///
+    /// ```
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct W(std::thread::Thread);
+    /// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         match f.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+    /// #             std::task::Poll::Ready(v) => return v,
+    /// #             std::task::Poll::Pending => std::thread::park(),
+    /// #         }
+    /// #     }
+    /// # }
+    /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build()?;
+    /// let answer = block_on(async { pool.spawn_async_to("interactive", || 2 + 2).await.await })?;
+    /// assert_eq!(answer, 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_async_to<L, F, T>(&self, lane: L, task: F) -> SpawnAsync<'_, F>
+    where
+        L: LaneId,
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        SpawnAsync {
+            waiting: self.waiting(self.lane_of(lane)),
+            task: Some(task),
+        }
+    }
+
+    fn waiting(&self, lane: Result<Option<usize>, ()>) -> Waiting<'_> {
+        Waiting {
+            registry: self.registry(),
+            id: None,
+            lane,
+        }
+    }
+
+    fn lane_of<L: LaneId>(&self, lane: L) -> Result<Option<usize>, ()> {
+        lane.resolve(&self.registry().cfg.lanes).map(Some).ok_or(())
     }
 }

@@ -443,3 +443,32 @@ fn tokio_offloads_through_a_small_queue() {
         assert_eq!(pool.stats().rejected_full, 0);
     }
 }
+
+#[test]
+fn async_admission_into_a_lane() {
+    let pool = Pool::builder()
+        .workers(1)
+        .lanes(&[("interactive", 8), ("batch", 1)])
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    block_on(pool.submit_async_to("batch", move || tx.send(1).unwrap()))
+        .0
+        .unwrap();
+    let (handle, _) = block_on(pool.spawn_async_to(1usize, || 2));
+    assert_eq!(block_on(handle).0.unwrap(), 2);
+    assert_eq!(rx.recv().unwrap(), 1);
+    pool.wait().unwrap();
+    if cfg!(feature = "metrics") {
+        let batch = &pool.stats().lanes[1];
+        assert_eq!((batch.submitted, batch.executed), (2, 2));
+    }
+    let (refused, polls) = block_on(pool.submit_async_to("nope", || ()));
+    assert_eq!(refused.unwrap_err().reason(), RejectReason::UnknownLane);
+    assert_eq!(polls, 1);
+    let (handle, _) = block_on(pool.spawn_async_to("nope", || 3));
+    assert!(matches!(
+        block_on(handle).0,
+        Err(JoinError::Refused(RejectReason::UnknownLane))
+    ));
+}
