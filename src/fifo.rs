@@ -108,7 +108,8 @@ impl Pool {
 impl Pool {
     /// Like [`scope`](Pool::scope), but the scope's `spawn` is
     /// [`Scope::spawn_fifo`](crate::Scope::spawn_fifo): tasks spawned from one worker start
-    /// oldest first. As rayon's `ThreadPool::scope_fifo`.
+    /// oldest first. As rayon's `ThreadPool::scope_fifo`. (`Scope::spawn_batch` is not
+    /// affected: a batch from a worker goes to its deque as one group.)
     ///
     /// ```
     /// let pool = flock::Pool::new();
