@@ -3,8 +3,10 @@
 //! [`global`] and [`try_global`] return one [`Pool`] per process, built the first time either
 //! is called with [`Pool::builder`] defaults, except that the environment variable
 //! `FLOCK_WORKERS`, when set and non-empty, gives the number of workers (a whole number, 1 or
-//! more; surrounding whitespace is ignored). [`submit`] and [`spawn`] are shorthands for
-//! `global().submit(..)` and `global().spawn(..)`.
+//! more; surrounding whitespace is ignored). The free functions [`submit`](crate::submit),
+//! [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope)... use it when
+//! called from a thread that is not a worker (on a worker they use that worker's pool, as
+//! rayon's do).
 //!
 //! - **Lifetime.** The pool lives in a `static` and is never dropped, so its workers are not
 //!   joined when the process exits (as with rayon's global pool): `main` returning ends them
@@ -19,8 +21,11 @@
 //!   pool has no workers there. On Unix the child forgets it (a `pthread_atfork` handler,
 //!   registered when the pool is first built, empties the slot; the parent's copy is leaked,
 //!   not dropped) and builds a fresh global pool on first use, with `FLOCK_WORKERS` read
-//!   again. Fork from a thread that is not one of the pool's workers. Pools you built
-//!   yourself are not rebuilt: see [`Pool`].
+//!   again. Fork from a thread that is not one of the pool's workers, and while the pool is
+//!   idle: as with any multi-threaded process, a lock that another thread held at the fork
+//!   (one of the futex locks a worker takes for a moment as it parks) stays held in the
+//!   child, and the child's pool could meet it. Pools you built yourself are not rebuilt:
+//!   see [`Pool`].
 //!
 //! ```
 //! use flock::RejectReason;
@@ -41,7 +46,7 @@
 //! `OnceLock` cannot be emptied in the child either, hence the slot is an `AtomicPtr` to a
 //! leaked pool.
 
-use crate::{BuildError, JoinHandle, Pool, SubmitError};
+use crate::{BuildError, Pool};
 use std::ffi::OsStr;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -141,50 +146,6 @@ pub fn global() -> &'static Pool {
         Ok(pool) => pool,
         Err(e) => panic!("flock: could not start the global pool: {e}"),
     }
-}
-
-/// Runs `task` on the [`global`] pool, fire and forget: `global().submit(task)`.
-///
-/// Admission is as for [`Pool::submit`]; a refused task comes back in the error.
-///
-/// # Panics
-/// If the global pool cannot be built (see [`global`]).
-///
-/// ```
-/// let (tx, rx) = std::sync::mpsc::channel();
-/// flock::submit(move || tx.send("done").unwrap())?;
-/// assert_eq!(rx.recv().unwrap(), "done");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[track_caller]
-pub fn submit<F>(task: F) -> Result<(), SubmitError<F>>
-where
-    F: FnOnce() + Send + 'static,
-{
-    global().submit(task)
-}
-
-/// Runs `task` on the [`global`] pool and returns a handle to its result:
-/// `global().spawn(task)`.
-///
-/// Admission is as for [`Pool::spawn`]: if the pool refuses the task, the handle's `join`
-/// returns [`JoinError::Refused`](crate::JoinError::Refused).
-///
-/// # Panics
-/// If the global pool cannot be built (see [`global`]).
-///
-/// ```
-/// let parts: Vec<_> = (0..4u64).map(|i| flock::spawn(move || i * 50)).collect();
-/// let total: u64 = parts.into_iter().map(|h| h.join().unwrap()).sum();
-/// assert_eq!(total, 300);
-/// ```
-#[track_caller]
-pub fn spawn<F, T>(task: F) -> JoinHandle<T>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    global().spawn(task)
 }
 
 /// The slow path of [`try_global`]: build the pool in the builder's turn, unless the caller

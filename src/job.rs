@@ -217,6 +217,39 @@ impl Drop for Job {
 
 const _: () = assert!(fits_inline::<Arc<Bundle>>());
 
+/// Where a deferred job (`Job::deferred`) takes the job it stands for.
+pub(crate) trait JobSource: Send + Sync {
+    /// The job to run or discard now; there is one for every deferred job made.
+    fn take_job(&self) -> Job;
+}
+
+impl Job {
+    /// A job that stands for one job of `source`, taken only when this one is run or
+    /// discarded; it then runs or discards that job and returns *its* outcome, so the pair
+    /// counts as that one job (a cancelled task is `Skipped` also when dropped by
+    /// `shutdown_now`). `flags` should be that job's. FIFO spawns push these as triggers
+    /// (`src/fifo.rs`).
+    pub(crate) fn deferred<S: JobSource + 'static>(source: Arc<S>, flags: u8) -> Job {
+        let mut payload = Payload::uninit();
+        // SAFETY: an `Arc` is one pointer, which a payload has room for.
+        unsafe { ptr::write(payload.as_mut_ptr().cast::<Arc<S>>(), source) };
+        // SAFETY: `call_deferred::<S>` reads back exactly this `Arc`, once.
+        unsafe { Job::from_raw(call_deferred::<S>, payload, flags) }
+    }
+}
+
+/// # Safety
+/// `payload` holds an `Arc<S>` written by `Job::deferred`, read here once.
+unsafe fn call_deferred<S: JobSource>(payload: Payload, action: Action) -> Outcome {
+    // SAFETY: see the function's contract.
+    let source = unsafe { ptr::read(payload.as_ptr().cast::<Arc<S>>()) };
+    let job = source.take_job();
+    match action {
+        Action::Run => job.run(),
+        Action::Discard => job.discard(),
+    }
+}
+
 /// # Safety
 /// `payload` holds an `Arc<Bundle>` written by `Job::bundle_entry`, read here once.
 unsafe fn call_bundle(payload: Payload, action: Action) -> Outcome {

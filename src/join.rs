@@ -116,7 +116,9 @@ where
             }
             // Spawned above `b` by `a`; or, while paused, a task from outside, which goes
             // back to its queue unrun.
-            Some(job) => worker.execute_unless_paused_waiting(job, worker.lane()),
+            Some(job) => {
+                worker.execute_unless_paused_waiting(job, worker.lane());
+            }
             None => {
                 worker.wait_until(&job_b.latch);
                 break job_b.take_result();
@@ -135,18 +137,34 @@ where
     RA: Send,
     RB: Send,
 {
+    run_on_pool(registry, move |worker| match worker {
+        Some(w) => join_on_worker(w, a, b),
+        // Run off the workers (by the lane reserve), or the pool is shut down: both halves
+        // here, in order.
+        None => (a(), b()),
+    })
+}
+
+/// Runs `f` on a worker of `registry`'s pool and returns its result, from a thread that is
+/// not one of its workers (`join` from outside, `Pool::install`): one counted job, exempt
+/// from capacity, while we wait (a worker of another pool runs its own pool's tasks
+/// meanwhile). `f` gets `None` when it runs elsewhere: on the lane reserve, or here on the
+/// calling thread because the pool is shut down.
+pub(crate) fn run_on_pool<F, R>(registry: &Arc<Registry>, f: F) -> R
+where
+    F: FnOnce(Option<&WorkerThread>) -> R + Send,
+    R: Send,
+{
     let shard = registry.counters.external();
     let Ok(route) = registry.admit(shard, Admission::Unbounded) else {
-        // Shut down: run both here, in order, rather than fail.
-        return (a(), b());
+        return f(None);
     };
     let reg: &Registry = registry;
     let job = StackJob::new(
         move || {
             crate::worker::with_current(|w| match w {
-                Some(w) if w.is_in(reg) => join_on_worker(w, a, b),
-                // Run off the workers (by the lane reserve): both halves here, in order.
-                _ => (a(), b()),
+                Some(w) if w.is_in(reg) => f(Some(w)),
+                _ => f(None),
             })
         },
         Owner::current(registry),

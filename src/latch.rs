@@ -91,6 +91,22 @@ impl Latch {
         unsafe { (*this).state.swap(SET, Ordering::AcqRel) == SLEEPING }
     }
 
+    /// `UNSET → SLEEPING` for a waiter that never parks: a polled future, whose waker the
+    /// caller stored in the latch's slot *before* this call (`JoinHandle::poll`). Returns
+    /// whether the set is still to come (the state is, or already was, `SLEEPING`: the setter's
+    /// swap will return `SLEEPING` and wake what the slot holds); false once the latch is set.
+    pub(crate) fn await_set(&self) -> bool {
+        // AcqRel: Release publishes the waker stored before (the setter's swap acquires it);
+        // Acquire on failure, as `probe`: when it reads SET the caller takes the result.
+        match self
+            .state
+            .compare_exchange(UNSET, SLEEPING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(state) => state != SET,
+        }
+    }
+
     /// Blocks a thread that is not a worker of any pool until the latch opens. The latch's
     /// setter must wake it through `Owner::Thread` (the thread's handle).
     pub(crate) fn wait_blocking(&self) {
@@ -241,6 +257,8 @@ pub(crate) enum Wake {
     /// A worker of another pool: our own reference keeps it alive.
     Shared(Arc<Registry>, usize),
     Thread(Thread),
+    /// A polled `JoinHandle`'s task, in whatever executor polls it.
+    Waker(std::task::Waker),
 }
 
 // SAFETY: `Local`'s pointer is only dereferenced while the pool it points to is kept alive by
@@ -255,6 +273,7 @@ impl Wake {
             Wake::Local(registry, index) => unsafe { &*registry }.sleep.wake_specific(index),
             Wake::Shared(registry, index) => registry.sleep.wake_specific(index),
             Wake::Thread(t) => t.unpark(),
+            Wake::Waker(w) => w.wake(),
         }
     }
 }

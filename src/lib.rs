@@ -46,8 +46,22 @@
 //!   async runtime's workers, and grows to hundreds of threads; it is the right place for
 //!   blocking I/O. flock keeps the number of workers you chose for CPU-bound work (until you
 //!   [`resize`](Pool::resize) it), so a burst queues, up to its capacity, instead of
-//!   starting threads. A flock task is a plain
-//!   closure; to wait for one from async code, send its result through a oneshot channel.
+//!   starting threads. From async code, `.await` a flock task's [`JoinHandle`] (see
+//!   [Async](#async) below).
+//!
+//! # Async
+//!
+//! From async code (any executor; flock depends on no runtime): `.await` a [`JoinHandle`]
+//! instead of calling `join`, and submit with [`Pool::spawn_async`] / [`Pool::submit_async`],
+//! which wait for room in a full queue instead of blocking the executor's thread.
+//! [`JoinHandle::cancel_on_drop`] makes a timeout remove work still queued.
+//!
+//! # Coming from rayon
+//!
+//! [`join`], [`scope`], [`spawn`], [`yield_now`] and [`current_num_workers`] use the current
+//! pool (the calling worker's, else the [`global`] one); [`Pool::install`] runs a closure on
+//! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
+//! give per-call FIFO order.
 //!
 //! # Tasks, results and borrowing
 //!
@@ -154,10 +168,15 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn, unreachable_pub)]
 #![warn(rust_2018_idioms)]
 
+mod admit;
+mod broadcast;
 mod builder;
+mod current;
 mod deque;
 mod error;
+mod fifo;
 mod global;
+mod install;
 mod job;
 mod join;
 mod lane;
@@ -177,16 +196,20 @@ mod worker;
 #[cfg(all(test, flock_loom))]
 mod loom_tests;
 
+pub use admit::{SpawnAsync, SubmitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use current::{
+    current_num_workers, join, scope, scope_fifo, spawn, spawn_fifo, submit, yield_now, Yield,
+};
 pub use error::{
     BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,
 };
-pub use global::{global, spawn, submit, try_global};
+pub use global::{global, try_global};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;
 pub use scope::Scope;
-pub use spawn::JoinHandle;
+pub use spawn::{CancelOnDrop, JoinHandle};
 pub use unwind::{PanicPayload, TaskPanic};
 pub use worker::{current_worker_index, yield_to_lanes};
 
@@ -209,11 +232,6 @@ pub use worker::{current_worker_index, yield_to_lanes};
 /// ```
 #[cfg(doctest)]
 pub struct NonExhaustiveErrors;
-
-/// The README's examples, compiled and run as doctests so the front door never lies.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
 
 #[cfg(test)]
 mod tests {

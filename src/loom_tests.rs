@@ -424,3 +424,129 @@ fn loom_two_pools_waiting_on_each_other() {
         b.shutdown().unwrap();
     });
 }
+
+/// A waker for models: `wake` sets a flag and unparks the thread that made it; `wait` parks
+/// until the flag is set (so a lost wake is a deadlock loom reports).
+struct FlagWaker {
+    woken: loom::sync::atomic::AtomicBool,
+    thread: loom::thread::Thread,
+}
+
+impl FlagWaker {
+    fn new() -> std::sync::Arc<FlagWaker> {
+        std::sync::Arc::new(FlagWaker {
+            woken: loom::sync::atomic::AtomicBool::new(false),
+            thread: loom::thread::current(),
+        })
+    }
+    fn wait(&self) {
+        while !self.woken.load(Ordering::SeqCst) {
+            loom::thread::park();
+        }
+    }
+}
+
+impl std::task::Wake for FlagWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// A `JoinHandle` polled as a future while its task ends on the pool's only worker, with a
+/// different waker on the second poll (an executor moving the task): every interleaving of
+/// the polls' registrations with the task's set ends with a poll that is Ready, and when the
+/// second poll is Pending its waker (not only the first) is woken. A lost wake parks the
+/// main thread forever.
+#[test]
+fn loom_poll_racing_the_task_end() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    model("loom_poll_racing_the_task_end", || {
+        let pool = pool(1);
+        let mut handle = pool.spawn(|| 7);
+        let mut poll = |flag: &std::sync::Arc<FlagWaker>| {
+            let waker = Waker::from(flag.clone());
+            Pin::new(&mut handle).poll(&mut Context::from_waker(&waker))
+        };
+        let (first, second) = (FlagWaker::new(), FlagWaker::new());
+        let result = match poll(&first) {
+            Poll::Ready(r) => r,
+            Poll::Pending => match poll(&second) {
+                Poll::Ready(r) => r,
+                Poll::Pending => {
+                    second.wait();
+                    match poll(&second) {
+                        Poll::Ready(r) => r,
+                        Poll::Pending => panic!("woken, yet the task has not ended"),
+                    }
+                }
+            },
+        };
+        assert_eq!(result.unwrap(), 7);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// `submit_async` waiting for room: capacity 1, the only worker held by task A, task B
+/// filling the queue; C's future is polled (try, register its waker, re-check) while A ends
+/// and the worker takes B (releasing B's unit of capacity). A Pending poll must be followed by a wake,
+/// after which C gets in. A lost wake parks the main thread forever.
+#[test]
+fn loom_submit_async_racing_the_release_of_room() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    model("loom_submit_async_racing_the_release_of_room", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .max_workers(1)
+            .spin_limit(0)
+            .capacity(1)
+            .when_full(crate::Backpressure::Reject)
+            .build()
+            .expect("pool");
+        let (started, go) = (Signal::new(), Signal::new());
+        let (s, g) = (started.clone(), go.clone());
+        pool.submit(move || {
+            s.signal();
+            g.wait();
+        })
+        .unwrap();
+        started.wait();
+        pool.submit(|| ()).unwrap();
+        let ran = counter();
+        let r = ran.clone();
+        let mut fut = pool.submit_async(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        let flag = FlagWaker::new();
+        let waker = Waker::from(flag.clone());
+        let mut poll = || Pin::new(&mut fut).poll(&mut Context::from_waker(&waker));
+        // Released first, so the worker's release of room races the poll's register and
+        // re-check.
+        go.signal();
+        if poll().is_pending() {
+            flag.wait();
+            assert!(matches!(poll(), Poll::Ready(Ok(()))), "woken without room");
+        }
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// `Pool::broadcast` to a worker that is falling asleep: the job sits in its mailbox, never
+/// stolen, so only that worker can run it; a worker that parks without seeing it, and is
+/// not woken by `wake_specific`, deadlocks the caller. (With two workers the model did not
+/// finish in minutes; one worker is the race that matters: put + wake against announce +
+/// re-check.)
+#[test]
+fn loom_broadcast_reaches_a_parking_worker() {
+    model("loom_broadcast_reaches_a_parking_worker", || {
+        let pool = pool(1);
+        assert_eq!(pool.broadcast(|i| i), [0]);
+        pool.shutdown().unwrap();
+    });
+}

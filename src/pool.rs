@@ -95,6 +95,10 @@ impl Pool {
         Pool { registry }
     }
 
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// Whether the calling thread is running one of this pool's tasks: it is one of the
     /// pool's workers, or a thread running a task for the pool off the workers (the caller
     /// under `CallerRuns`, a helper thread, the lane reserve). Waiting for the pool from
@@ -613,6 +617,39 @@ impl Pool {
         self.registry.stats()
     }
 
+    /// Tasks waiting in the pool's queues now (shared queues, workers' deques, bundles), as
+    /// [`Stats::queued`](crate::Stats::queued) but without building a snapshot: a few loads
+    /// per worker, no allocation, no lock. A gauge: it may be stale by the time it returns.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// pool.pause();
+    /// for _ in 0..5 { pool.submit(|| ()).unwrap(); }
+    /// assert_eq!(pool.queued(), 5);
+    /// pool.resume();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.queued(), 0);
+    /// ```
+    pub fn queued(&self) -> u64 {
+        (0..self.registry.lanes.len())
+            .map(|i| self.registry.lane_queued(i))
+            .sum()
+    }
+
+    /// How many of the pool's workers are running a task now (their
+    /// [`WorkerState`](crate::WorkerState) is `Running`), without building a
+    /// [`Stats`](crate::Stats) snapshot. A worker waiting inside a task (`join`, `scope`)
+    /// with nothing to run is parked, so it does not count. A gauge, as
+    /// [`queued`](Pool::queued).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).build().unwrap();
+    /// assert!(pool.install(|| pool.running()) >= 1); // this one, at least
+    /// ```
+    pub fn running(&self) -> usize {
+        self.registry.workers_running()
+    }
+
     /// Whether a shutdown has begun.
     ///
     /// ```
@@ -739,7 +776,7 @@ impl Drop for Pool {
 }
 
 /// The job of a task submitted with `submit`: counted, droppable by `shutdown_now`.
-fn fire_and_forget<F: FnOnce() + Send + 'static>(task: F) -> Job {
+pub(crate) fn fire_and_forget<F: FnOnce() + Send + 'static>(task: F) -> Job {
     Job::new(
         move || {
             task();

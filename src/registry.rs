@@ -1,6 +1,8 @@
 //! State shared by the pool handle and its workers: the queues, the sleep protocol, the
 //! counters, admission (capacity and backpressure) and the shutdown handshake.
 
+use crate::admit::RoomWakers;
+use crate::broadcast::Mailboxes;
 use crate::builder::{Backpressure, Config};
 use crate::deque::{Injector, Stealer, Worker as Deque};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
@@ -155,6 +157,10 @@ pub(crate) struct Registry {
     pending: CachePadded<AtomicUsize>,
     /// Submitters blocked waiting for room.
     blocked: CachePadded<AtomicUsize>,
+    /// Async submitters waiting for room (`src/admit.rs`).
+    pub(crate) room_wakers: RoomWakers,
+    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
+    pub(crate) mailboxes: Mailboxes,
     room_lock: Mutex<()>,
     room_cond: Condvar,
     /// Started tasks a worker may hold back before giving their `pending` units back.
@@ -237,6 +243,8 @@ impl Registry {
             cfg,
             pending: CachePadded::new(AtomicUsize::new(0)),
             blocked: CachePadded::new(AtomicUsize::new(0)),
+            room_wakers: RoomWakers::new(),
+            mailboxes: Mailboxes::new(slots),
             room_lock: Mutex::new(()),
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
@@ -271,6 +279,31 @@ impl Registry {
             return Ok(Route::Queue { reserved: true });
         }
         self.when_full(shard, policy)
+    }
+
+    /// Admission for an async submitter (`src/admit.rs`): as `admit` under a policy that
+    /// waits, but never waiting here. `Ok(None)` when the queue is full: nothing was entered
+    /// or counted, and the caller registers for room and tries again.
+    pub(crate) fn try_admit_async(&self, shard: &Shard) -> Result<Option<Route>, RejectReason> {
+        let reserved = self.cfg.capacity != usize::MAX;
+        // SeqCst: this is the re-check of sleep/README.md's "Backpressure" handshake (the
+        // caller registered its waker before), paired with `release_pending`'s RMW + load.
+        if reserved && !self.try_reserve(Ordering::SeqCst) {
+            // Shutdown wakes the room wakers after raising the flag: a waiter that
+            // registered before that lock is woken, one after it sees the flag here.
+            if self.is_shutdown() {
+                self.count_refused(RejectReason::Shutdown, 1);
+                return Err(RejectReason::Shutdown);
+            }
+            return Ok(None);
+        }
+        if !shard.enter_shared() {
+            if reserved {
+                self.release_pending(1);
+            }
+            return Err(self.revoke(shard, RejectReason::Shutdown));
+        }
+        Ok(Some(Route::Queue { reserved }))
     }
 
     /// One unit of `pending`, if below capacity. Relaxed on the fast path: a failed attempt
@@ -337,6 +370,14 @@ impl Registry {
         drop(guard);
         self.blocked.fetch_sub(1, Ordering::Relaxed);
         result.map_err(|reason| self.revoke(shard, reason))
+    }
+
+    /// Takes back `n` entries that were not refused, only not needed (a broadcast that found
+    /// the pool shut down): no refusal is counted.
+    #[cold]
+    pub(crate) fn revoke_entries(&self, shard: &Shard, n: u64) {
+        shard.add_shared(Proto::Revoked, n);
+        self.after_finish_off_worker();
     }
 
     /// Takes back an entry the pool will not run. Returns `reason` for convenience.
@@ -728,9 +769,12 @@ impl Registry {
         // its re-check of `pending` (RMWs on `pending` are totally ordered; the one that reads
         // the other's value synchronises with it).
         let prev = self.pending.fetch_sub(n, Ordering::SeqCst);
-        if prev >= self.cfg.capacity && self.blocked.load(Ordering::SeqCst) > 0 {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
+        if prev >= self.cfg.capacity {
+            if self.blocked.load(Ordering::SeqCst) > 0 {
+                let _guard = self.room_lock.lock();
+                self.room_cond.notify_all();
+            }
+            self.room_wakers.wake_all();
         }
     }
 
@@ -1094,6 +1138,12 @@ impl Registry {
         self.shown.store(slots.shown(), Ordering::Relaxed);
         self.slot_cond.notify_all();
         drop(slots);
+        // `Pool::broadcast` calls left for a worker that never ran its loop (its pinning
+        // failed): none can arrive now that the slot is not running, so run them here, off
+        // the workers, rather than leave their caller waiting.
+        while let Some(job) = self.mailboxes.take(index) {
+            self.run_off_worker(self.counters.external(), job, 0);
+        }
         self.workers_gone(1);
     }
 
@@ -1152,6 +1202,7 @@ impl Registry {
             let _guard = self.room_lock.lock();
             self.room_cond.notify_all();
         }
+        self.room_wakers.wake_all();
         self.notify_waiters();
         self.sleep.wake_all();
         if let Some(reserve) = &self.reserve {

@@ -38,6 +38,8 @@ pub struct Scope<'scope> {
     /// The thread that runs the body and waits at the end: the latch's setter wakes it.
     owner: Owner,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Made by `scope_fifo`: `spawn` is `spawn_fifo`.
+    fifo: bool,
     /// Invariant in `'scope`, as `std::thread::Scope` is.
     _marker: PhantomData<&'scope mut &'scope ()>,
 }
@@ -67,7 +69,16 @@ impl<'scope> Scope<'scope> {
             pending: AtomicUsize::new(1),
             latch: Latch::new(),
             panic: Mutex::new(None),
+            fifo: false,
             _marker: PhantomData,
+        }
+    }
+
+    /// A scope whose `spawn` is `spawn_fifo` (`scope_fifo`).
+    pub(crate) fn new_fifo(registry: Arc<Registry>) -> Self {
+        Scope {
+            fifo: true,
+            ..Scope::new(registry)
         }
     }
 
@@ -89,14 +100,53 @@ impl<'scope> Scope<'scope> {
     /// });
     /// assert_eq!(halves[0] + halves[1], 5050);
     /// ```
+    ///
+    /// In a scope made by `scope_fifo` this is [`spawn_fifo`](Scope::spawn_fifo).
     pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn_in_order(f, self.fifo);
+    }
+
+    /// Like [`spawn`](Scope::spawn), but tasks spawned this way from one worker start in the
+    /// order they were spawned (oldest first), where `spawn` from a worker starts the newest
+    /// first. From outside the pool the two are the same (the shared queue is FIFO). As
+    /// rayon's `ScopeFifo::spawn_fifo`.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// let order = Mutex::new(Vec::new());
+    /// pool.install(|| {
+    ///     flock::scope(|s| {
+    ///         for i in 0..4 {
+    ///             let order = &order;
+    ///             s.spawn_fifo(move |_| order.lock().unwrap().push(i));
+    ///         }
+    ///     })
+    /// });
+    /// assert_eq!(order.into_inner().unwrap(), [0, 1, 2, 3]);
+    /// ```
+    pub fn spawn_fifo<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn_in_order(f, true);
+    }
+
+    fn spawn_in_order<F>(&self, f: F, fifo: bool)
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         let job = self.make_job(f);
         let local = crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(&self.registry) => {
-                w.submit_local(job, None);
+                if fifo {
+                    crate::fifo::push_fifo(w, job);
+                } else {
+                    w.submit_local(job, None);
+                }
                 None
             }
             _ => Some(job),

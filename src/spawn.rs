@@ -8,9 +8,12 @@ use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
 use crate::{JoinError, RejectReason};
 use std::cell::UnsafeCell;
+use std::future::Future;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::ptr;
 use std::sync::Arc as CellArc;
+use std::task::{Context, Poll, Waker};
 
 const PENDING: u8 = 0;
 const RUNNING: u8 = 1;
@@ -187,10 +190,18 @@ fn release_finished<F, T>(cell: CellArc<SpawnCell<F, T>>) {
 
 /// An owned permission to wait for a spawned task and take its value.
 ///
-/// Dropping the handle detaches the task: it still runs. A detached task's value is dropped
+/// Wait for it with [`join`](JoinHandle::join) (blocking; on a worker it runs other tasks
+/// meanwhile), or `.await` it: `JoinHandle<T>` is a
+/// [`Future`](std::future::Future)`<Output = Result<T, JoinError>>` that works in any
+/// executor (flock depends on no runtime) and never blocks the thread that polls it.
+///
+/// Dropping the handle detaches the task: it still runs, also when the handle was being
+/// awaited (a `select!` or a timeout that gives up on it). A detached task's value is dropped
 /// where the task ran; if its destructor panics, the panic goes to the pool's
 /// [`panic_handler`](crate::PoolBuilder::panic_handler) and the task still counts as
-/// completed in [`Stats`](crate::Stats) (it ran to its end).
+/// completed in [`Stats`](crate::Stats) (it ran to its end). Wrap it with
+/// [`cancel_on_drop`](JoinHandle::cancel_on_drop) to cancel a task that has not started
+/// when the wrapper is dropped instead.
 ///
 /// ```
 /// let pool = flock::Pool::new();
@@ -202,6 +213,101 @@ fn release_finished<F, T>(cell: CellArc<SpawnCell<F, T>>) {
 /// ```
 pub struct JoinHandle<T> {
     cell: CellArc<dyn TaskCell<T>>,
+}
+
+/// The protocol is in `sleep/README.md`, "Awaiting a spawned task": the waker goes into the
+/// slot beside the latch, then the latch moves to `SLEEPING`, so the setter's swap, reading
+/// `SLEEPING`, finds it there and wakes it.
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let header = self.cell.header();
+        if !header.latch.probe() {
+            register_waker(&header.waiter, cx.waker());
+            // After the store: a set that follows reads SLEEPING and wakes what we stored;
+            // one that came before is seen here (directly, or through the slot's lock when
+            // the setter took an older waker out after its swap).
+            if header.latch.await_set() {
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(self.take_result())
+    }
+}
+
+/// Stores `waker` in a task's slot unless the slot already holds one that wakes the same task.
+fn register_waker(slot: &Mutex<Option<Wake>>, waker: &Waker) {
+    let mut slot = slot.lock();
+    if !matches!(&*slot, Some(Wake::Waker(w)) if w.will_wake(waker)) {
+        *slot = Some(Wake::Waker(waker.clone()));
+    }
+}
+
+/// A [`JoinHandle`] that cancels its task, if it has not started, when dropped
+/// ([`JoinHandle::cancel_on_drop`]). Await it, or take the handle back with
+/// [`into_inner`](CancelOnDrop::into_inner).
+///
+/// This is what makes a timeout cancel queued work: when the timeout drops the awaited
+/// wrapper, a task still in the queue never runs (its closure is dropped; a task already
+/// running finishes, and its value is dropped).
+///
+/// ```
+/// use std::sync::mpsc;
+/// let pool = flock::Pool::builder().workers(1).build().unwrap();
+/// let (started_tx, started) = mpsc::channel();
+/// let (go_tx, go) = mpsc::channel::<()>();
+/// let busy = pool.spawn(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); });
+/// started.recv().unwrap(); // the only worker is busy: what follows stays queued
+/// let (ran_tx, ran) = mpsc::channel();
+/// drop(pool.spawn(move || ran_tx.send(()).unwrap()).cancel_on_drop());
+/// go_tx.send(()).unwrap();
+/// busy.join().unwrap();
+/// pool.wait().unwrap();
+/// assert!(ran.try_recv().is_err(), "cancelled before it started");
+/// ```
+#[must_use = "dropping it cancels the task if it has not started"]
+pub struct CancelOnDrop<T>(Option<JoinHandle<T>>);
+
+impl<T> CancelOnDrop<T> {
+    /// The handle back, no longer cancelling on drop.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let detached = pool.spawn(|| 1).cancel_on_drop().into_inner();
+    /// assert_eq!(detached.join().unwrap(), 1);
+    /// ```
+    pub fn into_inner(mut self) -> JoinHandle<T> {
+        self.0
+            .take()
+            .expect("flock: a CancelOnDrop holds its handle until dropped")
+    }
+}
+
+impl<T> std::fmt::Debug for CancelOnDrop<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CancelOnDrop").field(&self.0).finish()
+    }
+}
+
+impl<T> Future for CancelOnDrop<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let handle = self
+            .0
+            .as_mut()
+            .expect("flock: CancelOnDrop polled after into_inner");
+        Pin::new(handle).poll(cx)
+    }
+}
+
+impl<T> Drop for CancelOnDrop<T> {
+    fn drop(&mut self) {
+        if let Some(handle) = &self.0 {
+            handle.cancel();
+        }
+    }
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
@@ -251,17 +357,28 @@ impl<T> JoinHandle<T> {
         let header = self.cell.header();
         if !header.latch.probe() {
             *header.waiter.lock() = Some(Owner::current(&header.registry).into_owned());
+            // A poll before may have left the latch SLEEPING for its waker: back to UNSET,
+            // the state the waits below start from. A set between the store above and this
+            // wakes us (spuriously) through the slot; `wake_up` leaves SET alone.
+            header.latch.wake_up();
             // On a worker (of this pool or another) its pool's tasks run here meanwhile.
             latch::wait(&header.latch);
         }
+        self.take_result()
+    }
+
+    /// The task's value, or why there is none; once its latch is open. Only the handle's
+    /// owner calls it (`join` by value, `poll` through `&mut`), and only once.
+    fn take_result(&self) -> Result<T, JoinError> {
+        let header = self.cell.header();
         // Acquire: pairs with the Release store of DONE in `call_spawn`.
         match header.state.load(Ordering::Acquire) {
             // SAFETY: DONE means the worker wrote `result` and will not touch it again, and
-            // `join` takes `self`, so this is the only reader.
+            // we are the handle's only user (see above).
             DONE => match unsafe { (*header.result.get()).take() } {
                 Some(Ok(value)) => Ok(value),
                 Some(Err(payload)) => Err(JoinError::Panicked(payload.into())),
-                None => unreachable!("flock: a finished task's result is taken once"),
+                None => panic!("flock: a JoinHandle polled after it returned Ready"),
             },
             CANCELLED => Err(JoinError::Cancelled),
             DROPPED => Err(JoinError::Dropped),
@@ -271,6 +388,18 @@ impl<T> JoinHandle<T> {
             REFUSED_UNKNOWN_LANE => Err(JoinError::Refused(RejectReason::UnknownLane)),
             s => unreachable!("flock: an open latch with task state {s}"),
         }
+    }
+
+    /// Wraps the handle so that dropping it cancels the task if it has not started (see
+    /// [`CancelOnDrop`]). A plain `JoinHandle` detaches on drop.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let handle = pool.spawn(|| 6 * 7).cancel_on_drop();
+    /// assert_eq!(handle.into_inner().join().unwrap(), 42);
+    /// ```
+    pub fn cancel_on_drop(self) -> CancelOnDrop<T> {
+        CancelOnDrop(Some(self))
     }
 
     /// Whether the task has ended (run, cancelled, dropped or refused); `join` will not block.

@@ -323,6 +323,10 @@ impl WorkerThread {
     /// them; each is moved, not copied, so none runs twice and none is lost.
     fn hand_over_work(&self) {
         let reg = &*self.registry;
+        // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
+        while let Some(job) = reg.mailboxes.take(self.index) {
+            self.execute(job, 0);
+        }
         // A bundle we claimed from keeps its entry in a queue (ours, moved below, or a
         // thief's): letting go of our handle leaves its jobs to whoever takes that up.
         for current in self.current.iter() {
@@ -408,11 +412,13 @@ impl WorkerThread {
         Parked::Resume { searching: true }
     }
 
-    /// Whether any queue holds a job (the re-check after announcing sleep).
+    /// Whether any queue holds a job (the re-check after announcing sleep), our broadcast
+    /// mailbox included.
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
         reg.lanes.iter().any(|l| !l.injector.is_empty())
             || reg.stealers.iter().any(|s| !s.is_empty())
+            || reg.mailboxes.has(self.index)
     }
 
     /// The bundle we took up last, then our own deque, then the injector (a batch into our
@@ -421,6 +427,10 @@ impl WorkerThread {
     /// (`find_work_in_lanes`). Returns the job and its lane.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
+        // A `Pool::broadcast` call for this worker only (one Relaxed load when none).
+        if let Some(job) = self.registry.mailboxes.take(self.index) {
+            return Some((job, 0));
+        }
         if self.locals.len() > 1 {
             return self.find_work_in_lanes();
         }
@@ -991,17 +1001,28 @@ impl WorkerThread {
 
     /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
     /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
-    /// to find it).
+    /// to find it). Returns whether it ran the job.
     #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
-    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) {
+    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
         let reg = &*self.registry;
         if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
             reg.lanes[lane].injector.push(job);
             // `resume` may have come between the load and the push: F1 and the state test.
             reg.sleep.notify_new_work();
-            return;
+            return false;
         }
         self.execute(job, lane);
+        true
+    }
+
+    /// `flock::yield_now` on this worker, inside a task: runs one task of our pool if one is
+    /// queued, as a waiting worker does (so while paused only spawned ones). The sleep state
+    /// does not change: we are running a task, not searching. Returns whether one ran.
+    pub(crate) fn run_one_task(&self) -> bool {
+        match self.find_work_while_waiting() {
+            Some((job, lane)) => self.execute_unless_paused_waiting(job, lane),
+            None => false,
+        }
     }
 
     /// A job to run while waiting: any of our pool's, or while paused only a spawned one (a

@@ -51,6 +51,12 @@ fn the_global_pool_is_rebuilt_in_a_forked_child() {
     // The parent uses the global pool first: its workers exist in the parent only.
     assert_eq!(flock::spawn(|| 1).join().unwrap(), 1);
     let parent_pool = std::ptr::from_ref(flock::global()) as usize;
+    // Fork while the pool is idle (see the module docs of flock::global): every worker has
+    // parked, then a little more, so that none is inside a lock of its parking.
+    watchdog(20, "the global pool's workers parking", || {
+        common::all_parked(flock::global())
+    });
+    std::thread::sleep(Duration::from_millis(20));
     // SAFETY: the child only uses flock (which is built for it) and leaves with `_exit`,
     // running no destructor and no test-harness code.
     let pid = unsafe { libc::fork() };

@@ -21,6 +21,8 @@
 //! same run: `submit_batch` against per-task `submit` on one pool, and the lanes of one pool
 //! against each other or against an idle pool. Their lane rows are not bars in the chart (no
 //! peer, no `flock` row to be relative to) but two lines of text under it.
+#[path = "../benches/common/async_offload.rs"]
+mod async_offload;
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -641,6 +643,20 @@ fn lanes_p99_rows() -> Vec<Row> {
         );
     }
     rows
+}
+
+/// `async-offload`: see `benches/common/async_offload.rs`. Rows: total time (3 runs each);
+/// the verdict, on flock's row, is on the heartbeat's p99 lateness (in the note).
+fn async_offload_rows() -> Vec<Row> {
+    let r = async_offload::report(3, common::workers());
+    let mut flock = Row::new("async-offload", "flock", Unit::Time, r.flock_total);
+    (flock.note, flock.verdict) = (r.note, verdict(r.pass, r.target));
+    let blocking = Row::new("async-offload", "tokio", Unit::Time, r.blocking_total);
+    eprintln!(
+        "  async-offload p99 lateness: flock {:?}, spawn_blocking {:?}",
+        r.flock_p99, r.blocking_p99
+    );
+    vec![flock, blocking]
 }
 
 // ----- workloads 9 and 10: subprocesses ------------------------------------------------
@@ -1480,6 +1496,7 @@ fn main() {
     rows.extend(bulk_rows());
     rows.extend(lanes_split_rows());
     rows.extend(lanes_p99_rows());
+    rows.extend(async_offload_rows());
     let took = start.elapsed();
     let ticks_after = busy_ticks();
     let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);

@@ -257,6 +257,32 @@ impl Registry {
     /// counted before it is queued, so every end we see has its acceptance visible to the
     /// later loads (the Release/Acquire pair of the finish counters and the deque), and
     /// `in_flight` never underflows.
+    /// Tasks queued in lane `i` now: its shared queue, every worker's deque of the lane, and
+    /// the jobs still inside bundles. A gauge (Relaxed reads at different moments, clamped).
+    pub(crate) fn lane_queued(&self, i: usize) -> u64 {
+        let lanes = self.lanes.len();
+        let entries = self.lanes[i].injector.len()
+            + (0..self.stealers.len() / lanes)
+                .map(|w| self.stealers[w * lanes + i].len())
+                .sum::<usize>();
+        // `bundled` counts every bundle's jobs beyond the entry that carries it (its entry
+        // counted in `entries` while it is queued); the jobs taken out of bundles so far are
+        // on the shards. Read at different moments, so clamp.
+        let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
+        let claimed = self.counters.sum_lane(LaneStat::Claimed, i);
+        (entries as i64 + bundled.wrapping_sub(claimed) as i64).max(0) as u64
+    }
+
+    /// Workers whose state is `Running` now, among the slots `Stats::per_worker` shows.
+    pub(crate) fn workers_running(&self) -> usize {
+        self.counters
+            .worker_shards()
+            .iter()
+            .take(self.shown_slots())
+            .filter(|s| s.state() == WorkerState::Running)
+            .count()
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         let c = &self.counters;
         let completed = c.sum_proto(Proto::Completed);
@@ -288,20 +314,7 @@ impl Registry {
             .collect();
         let latency = self.latency.as_ref().map(|l| l.snapshot());
         let lanes = self.lanes.len();
-        let lane_queued: Vec<u64> = (0..lanes)
-            .map(|i| {
-                let entries = self.lanes[i].injector.len()
-                    + (0..self.stealers.len() / lanes)
-                        .map(|w| self.stealers[w * lanes + i].len())
-                        .sum::<usize>();
-                // `bundled` counts every bundle's jobs beyond the entry that carries it (its
-                // entry counted in `entries` while it is queued); the jobs taken out of
-                // bundles so far are on the shards. Read at different moments, so clamp.
-                let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
-                let inside = bundled.wrapping_sub(c.sum_lane(LaneStat::Claimed, i)) as i64;
-                (entries as i64 + inside).max(0) as u64
-            })
-            .collect();
+        let lane_queued: Vec<u64> = (0..lanes).map(|i| self.lane_queued(i)).collect();
         Stats {
             submitted,
             completed,

@@ -1,0 +1,130 @@
+//! Per-call FIFO: [`spawn_fifo`](crate::spawn_fifo), [`Pool::spawn_fifo`],
+//! [`Scope::spawn_fifo`](crate::Scope::spawn_fifo) and `scope_fifo`.
+//!
+//! A worker runs its own deque newest first (unless the pool is built with `fifo()`). A FIFO
+//! spawn on a worker puts its job into that worker thread's [`Fifo`] (a queue, oldest first)
+//! and pushes a *trigger* onto the deque in its place. Whoever runs a trigger (the worker, or
+//! a thief) runs the oldest job of that queue, so FIFO spawns of one worker start in the order
+//! they were made, while the deque stays LIFO for everything else (rayon's `JobFifo`). There
+//! is one trigger per queued job, so no job is left behind; a trigger dropped unrun (by
+//! `shutdown_now`) drops one job with it, and counts as that job (`Job::deferred`). From
+//! outside the pool a task goes to the shared queue, which is FIFO already.
+
+use crate::deque::{Injector, Steal};
+use crate::job::{Job, JobSource};
+use crate::pool::Pool;
+use crate::scope::Scope;
+use crate::spawn::{spawn_job, JoinHandle};
+use crate::sync::{facade_thread_local, Arc};
+use crate::worker::{with_current, WorkerThread};
+use std::cell::RefCell;
+
+facade_thread_local! {
+    /// This worker thread's FIFO queue, made on its first FIFO spawn.
+    static FIFO: RefCell<Option<Arc<Fifo>>> = RefCell::new(None);
+}
+
+/// The FIFO-spawned jobs of one worker thread, oldest first.
+pub(crate) struct Fifo {
+    jobs: Injector<Job>,
+}
+
+impl Fifo {
+    fn pop(&self) -> Option<Job> {
+        loop {
+            match self.jobs.steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+impl JobSource for Fifo {
+    fn take_job(&self) -> Job {
+        self.pop().expect("flock: one FIFO job per trigger")
+    }
+}
+
+/// Queues `job` in FIFO order on `worker` (see the module docs); the trigger carries the job's
+/// flags, so it is counted and dropped exactly as the job would be.
+pub(crate) fn push_fifo(worker: &WorkerThread, job: Job) {
+    let flags = job.flags();
+    let fifo = FIFO.with(|f| {
+        f.borrow_mut()
+            .get_or_insert_with(|| {
+                Arc::new(Fifo {
+                    jobs: Injector::new(),
+                })
+            })
+            .clone()
+    });
+    fifo.jobs.push(job);
+    // The trigger: run or discarded, it runs or discards the oldest job of `fifo`.
+    worker.submit_local(Job::deferred(fifo, flags), None);
+}
+
+impl Pool {
+    /// Like [`spawn`](Pool::spawn), but called from one of the pool's tasks the new tasks
+    /// start in the order they were spawned (oldest first), where `spawn` from a task starts
+    /// the newest first (a worker runs its own deque LIFO). From outside the pool the two
+    /// are the same: the shared queue is FIFO. As rayon's `spawn_fifo`.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let pool = Arc::new(flock::Pool::builder().workers(1).build().unwrap());
+    /// let order = Arc::new(Mutex::new(Vec::new()));
+    /// let (p, o) = (pool.clone(), order.clone());
+    /// pool.spawn(move || {
+    ///     for i in 0..4 {
+    ///         let o = o.clone();
+    ///         p.spawn_fifo(move || o.lock().unwrap().push(i));
+    ///     }
+    /// }).join().unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3]);
+    /// ```
+    pub fn spawn_fifo<F, T>(&self, task: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let reg = self.registry();
+        match with_current(|w| match w {
+            Some(w) if w.is_in(reg) => {
+                let (job, handle) = spawn_job(reg, task);
+                push_fifo(w, job);
+                Ok(handle)
+            }
+            _ => Err(task),
+        }) {
+            Ok(handle) => handle,
+            Err(task) => self.spawn(task),
+        }
+    }
+}
+
+impl Pool {
+    /// Like [`scope`](Pool::scope), but the scope's `spawn` is
+    /// [`Scope::spawn_fifo`](crate::Scope::spawn_fifo): tasks spawned from one worker start
+    /// oldest first. As rayon's `ThreadPool::scope_fifo`. (`Scope::spawn_batch` is not
+    /// affected: a batch from a worker goes to its deque as one group.)
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut v = vec![1, 2, 3];
+    /// pool.scope_fifo(|s| {
+    ///     for x in v.iter_mut() {
+    ///         s.spawn(move |_| *x *= 2);
+    ///     }
+    /// });
+    /// assert_eq!(v, [2, 4, 6]);
+    /// ```
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        Scope::new_fifo(self.registry().clone()).run(op)
+    }
+}
