@@ -158,6 +158,7 @@ mod builder;
 mod deque;
 mod error;
 mod global;
+mod group;
 mod job;
 mod join;
 mod lane;
@@ -182,6 +183,7 @@ pub use error::{
     BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,
 };
 pub use global::{global, spawn, submit, try_global};
+pub use group::{GroupError, TaskGroup};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;

@@ -95,6 +95,11 @@ impl Pool {
         Pool { registry }
     }
 
+    /// The shared state, for handles built on a pool (`TaskGroup`).
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// Whether the calling thread is running one of this pool's tasks: it is one of the
     /// pool's workers, or a thread running a task for the pool off the workers (the caller
     /// under `CallerRuns`, a helper thread, the lane reserve). Waiting for the pool from
