@@ -166,6 +166,7 @@ mod latch;
 mod metrics;
 mod pin;
 mod pool;
+mod purge;
 mod registry;
 mod reserve;
 mod scope;
