@@ -108,6 +108,10 @@ enum flock_status {
     // was built with pin_workers). That worker was not added; the ones started before it
     // keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
     FLOCK_ERR_PIN_FAILED = 12,
+    // flock_group_wait or flock_group_wait_timeout: every task of the group has finished, and
+    // at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
+    // the last wait that reported failures. The group is usable again.
+    FLOCK_ERR_TASK_FAILED = 13,
 };
 
 // What a worker is doing.
@@ -130,6 +134,10 @@ enum flock_shutdown_mode {
     // running ones, then stop.
     FLOCK_SHUTDOWN_NOW = 1,
 };
+
+// A set of tasks on one pool that a caller waits for as a whole (oneTBB's `task_group`).
+// Opaque: create it with flock_group_new, free it with flock_group_free.
+struct flock_group;
 
 // A pool of worker threads. Opaque: create it with flock_pool_new, free it with
 // flock_pool_free.
@@ -238,6 +246,9 @@ typedef enum flock_status flock_status_t;
 
 // See `struct flock_pool`.
 typedef struct flock_pool flock_pool_t;
+
+// See `struct flock_group`.
+typedef struct flock_group flock_group_t;
 
 // A latency distribution in nanoseconds, from a log-bucketed histogram (each bucket at most
 // 25% wide; percentiles are the upper bound of their bucket). All zero when the pool does not
@@ -469,6 +480,153 @@ flock_status_t flock_is_paused(const flock_pool_t *pool, bool *out);
 //
 // Thread-safety: may be called from any thread at any time, with or without a pool.
 const char *flock_status_str(flock_status_t status);
+
+// Creates an empty task group on `pool` and stores it in *out.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_PANIC. *out is written
+// only on FLOCK_OK.
+//
+// Ownership: the caller owns the new group and must free it with flock_group_free. The group
+// keeps the pool's shared state alive, not the pool: it may outlive a flock_pool_free of its
+// pool, and its submits then return FLOCK_ERR_SHUTDOWN.
+// Thread-safety: any thread, also one of the pool's own tasks; concurrently with any call on
+// the pool except flock_pool_free.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+flock_status_t flock_group_new(flock_pool_t *pool, flock_group_t **out);
+
+// Runs task(arg) on the group's pool as a task of the group. Same as flock_group_submit_ex
+// with a NULL drop.
+//
+// # Safety
+// As for flock_group_submit_ex.
+flock_status_t flock_group_submit(flock_group_t *group, void (*task)(void *arg), void *arg);
+
+// Runs task(arg) on the group's pool as a task of the group: flock_group_wait waits for it.
+// Everything flock_submit_ex says holds (queueing, capacity and when_full from outside the
+// pool; the worker's own queue, never refused, from inside one of its tasks; statuses), and:
+//
+// Returns FLOCK_OK when the task was accepted: it runs exactly once, or, if it is dropped
+// before it starts (flock_group_cancel, flock_purge, flock_shutdown with
+// FLOCK_SHUTDOWN_NOW), drop(arg) is called exactly once instead (when drop is not NULL); the
+// group counts it finished either way. FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or
+// FLOCK_ERR_SHUTDOWN when the pool refused it: it is not part of the group. FLOCK_ERR_NULL
+// when group or task is NULL; FLOCK_ERR_PANIC. On every error neither task nor drop is
+// called, and the caller still owns arg.
+//
+// A task reports failure with flock_task_fail; the group's wait then returns
+// FLOCK_ERR_TASK_FAILED.
+//
+// Thread-safety: any number of threads, and the pool's tasks (this group's own included:
+// a task may submit more tasks into its group), may submit to one group at once,
+// concurrently with waits and flock_group_cancel on it, but not with or after
+// flock_group_free. task and drop may be called on any thread and must not unwind.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new; `task` and `drop` are NULL or
+// functions that may be called with `arg` from any thread.
+flock_status_t flock_group_submit_ex(flock_group_t *group, void (*task)(void *arg), void *arg, void (*drop)(void *arg));
+
+// Runs task(arg) as a task of the group in lane number `lane`. Same as
+// flock_group_submit_lane_ex with a NULL drop.
+//
+// # Safety
+// As for flock_group_submit_ex.
+flock_status_t flock_group_submit_lane(flock_group_t *group, uint32_t lane, void (*task)(void *arg), void *arg);
+
+// flock_group_submit_ex into lane number `lane` of the group's pool (see
+// flock_submit_lane_ex): everything flock_group_submit_ex says holds, and an index the pool
+// lacks is FLOCK_ERR_UNKNOWN_LANE (the task is not accepted, the caller keeps arg).
+//
+// Thread-safety: as flock_group_submit_ex.
+//
+// # Safety
+// As for flock_group_submit_ex.
+flock_status_t flock_group_submit_lane_ex(flock_group_t *group, uint32_t lane, void (*task)(void *arg), void *arg, void (*drop)(void *arg));
+
+// Waits until every task of the group has finished: ran, or was dropped (flock_group_cancel,
+// flock_purge, FLOCK_SHUTDOWN_NOW). Only the group's tasks (and those they submit into it)
+// are waited for, not the pool's others. Called from inside a task of any flock pool, the
+// calling worker runs its own pool's queued tasks while it waits instead of blocking, so a
+// task may open a group, submit to it and wait, even on a pool of one worker. The group is
+// reusable afterwards.
+//
+// Returns FLOCK_OK; FLOCK_ERR_TASK_FAILED when all have finished and at least one failed
+// (flock_task_fail, a C++ exception, a panic) since the last wait that reported failures
+// (each failure is reported to one wait); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
+//
+// Never call it from one of the group's own tasks: it would wait for that task itself and
+// never return. While the pool is paused, queued tasks of the group do not start, so the
+// wait lasts until flock_resume.
+//
+// Thread-safety: any number of threads may wait on one group at once; each returns once
+// the group had no unfinished task at some moment during its call (tasks submitted
+// concurrently may or may not be waited for). Concurrent with submits and cancels, not with
+// flock_group_free.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new.
+flock_status_t flock_group_wait(flock_group_t *group);
+
+// Like flock_group_wait, for at most timeout_ms milliseconds: FLOCK_ERR_TIMEOUT when tasks of
+// the group are still unfinished then (they go on; wait again later). Unlike
+// flock_group_wait this one blocks the calling thread and runs no tasks meanwhile, also on a
+// worker: a task that waits so for tasks only its own worker could run times out.
+//
+// Returns FLOCK_OK, FLOCK_ERR_TASK_FAILED (as flock_group_wait), FLOCK_ERR_TIMEOUT,
+// FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
+//
+// Thread-safety: as flock_group_wait.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new.
+flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_ms);
+
+// Drops the group's tasks that have not started: each one's drop callback (when not NULL)
+// is called once, on this thread, before this returns; each counts as dropped in
+// flock_stats_t.dropped, and the group no longer waits for it. Tasks already running are not
+// stopped (wait for them with flock_group_wait). Stores how many were dropped in *cancelled
+// when cancelled is not NULL.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
+//
+// Thread-safety: any thread, also a task of the group, concurrently with submits and waits
+// on the group (tasks submitted concurrently may or may not be dropped), not with
+// flock_group_free.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new; `cancelled` is NULL or writable.
+flock_status_t flock_group_cancel(flock_group_t *group, size_t *cancelled);
+
+// Waits for the group's unfinished tasks (as flock_group_wait: on a worker it runs tasks
+// meanwhile; failures are not reported), then frees the group. So when it returns no task
+// of the group runs any more, and their arguments may be freed. To drop the queued ones
+// instead of running them, call flock_group_cancel first. NULL is a no-op.
+//
+// Never call it from one of the group's own tasks (it would wait for itself).
+//
+// Thread-safety: the last call on the group: no other call on it may run concurrently or
+// follow. The pool is unaffected.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new, not used again afterwards.
+void flock_group_free(flock_group_t *group);
+
+// Drops every task queued on the pool and not yet started, and keeps the pool open: each
+// one's drop callback (when not NULL) is called once, on this thread, before this returns;
+// each counts in flock_stats_t.dropped; flock_wait and the groups' waits no longer wait for
+// them. Tasks already running go on. Stores how many were dropped in *purged when purged is
+// not NULL.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
+//
+// Thread-safety: any thread, also one of the pool's tasks, concurrently with any call on the
+// pool except flock_pool_free; tasks submitted concurrently may or may not be dropped.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `purged` is NULL or writable.
+flock_status_t flock_purge(flock_pool_t *pool, size_t *purged);
 
 // Finds the lane called `name` and stores its index (its position in flock_config_t.lanes,
 // from 0) in *out, for flock_submit_lane, flock_submit_batch and flock_lane_stats. A pool

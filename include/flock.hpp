@@ -27,6 +27,13 @@
 // no allocation. Any other callable is moved to the heap and deleted after it runs, or by the
 // drop callback when FLOCK_SHUTDOWN_NOW discards it, or by submit itself when it is refused.
 //
+// Task groups and loops: flock::task_group g(pool); g.run(f); g.wait(); waits for exactly
+// g's tasks (rethrowing the first exception), and inside a task it runs other tasks while it
+// waits, so groups nest. flock::parallel_for(pool, 0, n, [&](int i) { ... }) splits a range
+// into blocks (about four per worker unless told) run as a group; pool.submit_blocks(0, n,
+// [](int lo, int hi) { return ...; }).get() collects one result per block; pool.detach_loop
+// submits the blocks without waiting. pool.purge() drops every queued task.
+//
 // Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
 // runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
 //
@@ -53,6 +60,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -501,6 +509,32 @@ public:
         return paused;
     }
 
+    /// Drops every queued task that has not started (see flock_purge): each callable is
+    /// destroyed unrun (a submit_task future then holds broken_promise), and the pool stays
+    /// open. Returns how many were dropped.
+    size_t purge() {
+        size_t n = 0;
+        detail::check(flock_purge(p_, &n));
+        return n;
+    }
+
+    /// Calls f(i) for every i in [first, last), in blocks run as tasks of a task_group, and
+    /// returns when all have run (see flock::parallel_for, which this is).
+    template <class I, class F>
+    void parallel_for(I first, I last, F&& f, size_t blocks = 0);
+
+    /// Like parallel_for, without waiting (BS::thread_pool's detach_loop): the blocks are
+    /// plain tasks of the pool; wait for them with wait(). An exception f throws is counted in
+    /// stats().panicked and discarded, as for submit().
+    template <class I, class F>
+    void detach_loop(I first, I last, F&& f, size_t blocks = 0);
+
+    /// Calls f(start, end) for consecutive blocks covering [first, last), as tasks of a
+    /// task_group, and returns their results to collect (BS::thread_pool's submit_blocks):
+    /// see flock::block_results.
+    template <class I, class F>
+    auto submit_blocks(I first, I last, F&& f, size_t blocks = 0);
+
     /// The C handle, still owned by this object (for calls the wrapper lacks).
     flock_pool_t* native_handle() const noexcept { return p_; }
 
@@ -553,6 +587,270 @@ private:
     flock_pool_t* p_ = nullptr;
     std::shared_ptr<const config::worker_hooks> hooks_;  // after p_: released once it is freed
 };
+
+/// A set of tasks on a pool that is waited for as a whole (oneTBB's task_group, over
+/// flock_group_t): run() adds a task, wait() returns once exactly the group's tasks have
+/// finished. Waiting from inside a task of any flock pool runs that pool's tasks meanwhile,
+/// so groups nest: a task may open a group, run tasks in it and wait, even on one worker.
+///
+/// Exceptions: the first exception a task of the group throws is kept and rethrown by the
+/// next wait() (after every task has finished); the task also counts in stats().panicked.
+/// A later exception before that wait is counted and discarded.
+///
+/// Ownership: the destructor waits for the group's tasks (flock_group_free), so tasks may
+/// capture references to objects declared before the group; exceptions not yet reported are
+/// then discarded. Move-only. Never wait on (or destroy) a group from one of its own tasks:
+/// it would wait for that task itself.
+///
+/// Thread-safety: run(), wait() and cancel() may be called from any threads at once.
+class task_group {
+public:
+    /// An empty group on `p`; throws flock::error (FLOCK_ERR_NULL for a moved-from pool).
+    explicit task_group(pool& p) : task_group(p.native_handle()) {}
+
+    /// An empty group on a C pool handle.
+    explicit task_group(flock_pool_t* p) : errors_(std::make_unique<errors>()) {
+        detail::check(flock_group_new(p, &g_));
+    }
+
+    task_group(const task_group&) = delete;
+    task_group& operator=(const task_group&) = delete;
+    task_group(task_group&& other) noexcept
+        : g_(std::exchange(other.g_, nullptr)), errors_(std::move(other.errors_)) {}
+    task_group& operator=(task_group&& other) noexcept {
+        if (this != &other) {
+            flock_group_free(g_);
+            g_ = std::exchange(other.g_, nullptr);
+            errors_ = std::move(other.errors_);
+        }
+        return *this;
+    }
+
+    /// Waits for the group's tasks (running and queued), then frees it.
+    ~task_group() { flock_group_free(g_); }
+
+    /// Runs f() as a task of the group. Throws flock::error when the pool refuses it
+    /// (FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT, FLOCK_ERR_SHUTDOWN; f is destroyed unrun), or
+    /// FLOCK_ERR_NULL for a moved-from group; std::bad_alloc. Allocates one heap block.
+    template <class F>
+    void run(F&& f) {
+        detail::check(try_run_in(nullptr, std::forward<F>(f)));
+    }
+
+    /// Like run(), into lane number `lane` of the pool (also FLOCK_ERR_UNKNOWN_LANE).
+    template <class F>
+    void run_to(uint32_t lane, F&& f) {
+        detail::check(try_run_in(&lane, std::forward<F>(f)));
+    }
+
+    /// Like run(), returning the status of a refusal instead of throwing.
+    template <class F>
+    flock_status_t try_run(F&& f) {
+        return try_run_in(nullptr, std::forward<F>(f));
+    }
+
+    /// Waits for every task of the group (helping on a worker), then rethrows the first
+    /// exception a task threw since the last wait, if any (flock::error(FLOCK_ERR_TASK_FAILED)
+    /// for a failure reported without one, e.g. a C task's flock_task_fail). Reusable after.
+    void wait() { report(flock_group_wait(g_)); }
+
+    /// Like wait() for at most `timeout`: false when tasks are still unfinished then. Blocks
+    /// without running tasks (see flock_group_wait_timeout).
+    template <class Rep, class Period>
+    bool wait_for(std::chrono::duration<Rep, Period> timeout) {
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
+        flock_status_t st = flock_group_wait_timeout(g_, ms < 0 ? 0 : static_cast<uint64_t>(ms));
+        if (st == FLOCK_ERR_TIMEOUT) return false;
+        report(st);
+        return true;
+    }
+
+    /// Drops the group's tasks that have not started (their callables are destroyed here) and
+    /// returns how many; running ones go on (wait() for them).
+    size_t cancel() {
+        size_t n = 0;
+        detail::check(flock_group_cancel(g_, &n));
+        return n;
+    }
+
+    /// The C handle, still owned by this object.
+    flock_group_t* native_handle() const noexcept { return g_; }
+
+private:
+    struct errors {
+        std::mutex lock;
+        std::exception_ptr first;
+    };
+
+    template <class F>
+    struct guarded {
+        F f;
+        errors* errs;
+        void operator()() {
+            try {
+                f();
+            } catch (...) {
+                {
+                    std::lock_guard<std::mutex> hold(errs->lock);
+                    if (!errs->first) errs->first = std::current_exception();
+                }
+                throw;  // the trampoline reports it: FLOCK_ERR_TASK_FAILED, stats().panicked
+            }
+        }
+    };
+
+    template <class F>
+    flock_status_t try_run_in(const uint32_t* lane, F&& f) {
+        using Fn = std::decay_t<F>;
+        static_assert(std::is_invocable_v<Fn&>, "flock::task_group::run takes a callable with no arguments");
+        if (g_ == nullptr) return FLOCK_ERR_NULL;
+        using G = guarded<Fn>;
+        auto owned = std::make_unique<G>(G{Fn(std::forward<F>(f)), errors_.get()});
+        flock_status_t st = lane ? flock_group_submit_lane_ex(g_, *lane, &detail::run_heap<G>, owned.get(), &detail::drop_heap<G>)
+                                 : flock_group_submit_ex(g_, &detail::run_heap<G>, owned.get(), &detail::drop_heap<G>);
+        // As pool::submit: on an error the callable is still ours, deleted once by `owned`.
+        if (st == FLOCK_OK) owned.release();
+        return st;
+    }
+
+    void report(flock_status_t st) {
+        if (st == FLOCK_ERR_TASK_FAILED) {
+            std::exception_ptr first;
+            {
+                std::lock_guard<std::mutex> hold(errors_->lock);
+                first = std::exchange(errors_->first, nullptr);
+            }
+            if (first) std::rethrow_exception(first);
+        }
+        detail::check(st);
+    }
+
+    flock_group_t* g_ = nullptr;
+    std::unique_ptr<errors> errors_;  // stable across moves: tasks point to it
+};
+
+namespace detail {
+// The block size for n indices on a pool of `workers`: about four blocks per worker, so
+// that thieves have something to take when blocks run unevenly; `blocks` (when not 0) asks
+// for that many blocks instead.
+inline size_t block_size(size_t n, uint32_t workers, size_t blocks) {
+    if (n == 0) return 1;
+    size_t want = blocks ? blocks : size_t(4) * (workers ? workers : 1);
+    size_t size = (n + want - 1) / want;
+    return size ? size : 1;
+}
+
+// Calls each(start, end) for consecutive blocks of [first, last).
+template <class I, class Each>
+void for_blocks(I first, I last, size_t size, Each&& each) {
+    if (!(first < last)) return;
+    auto n = static_cast<size_t>(last - first);
+    for (size_t start = 0; start < n; start += size) {
+        size_t end = std::min(n, start + size);
+        each(static_cast<I>(first + static_cast<I>(start)), static_cast<I>(first + static_cast<I>(end)));
+    }
+}
+}  // namespace detail
+
+/// Calls f(i) for every i in [first, last) (an integer range) on `p`, in blocks run as tasks
+/// of a task_group, and returns when all have run, rethrowing the first exception one threw.
+/// `blocks` 0 picks the block count itself (about four per worker). Nestable: called from
+/// inside a task (a parallel_for inside a parallel_for), the waiting worker runs blocks too.
+/// f is shared by all blocks (by reference): it must be callable from several threads at once.
+template <class I, class F>
+void parallel_for(pool& p, I first, I last, F&& f, size_t blocks = 0) {
+    static_assert(std::is_integral_v<I>, "flock::parallel_for takes an integer range");
+    if (!(first < last)) return;
+    size_t size = detail::block_size(static_cast<size_t>(last - first), p.workers(), blocks);
+    task_group group(p);
+    auto& fn = f;
+    detail::for_blocks(first, last, size, [&](I start, I end) {
+        group.run([&fn, start, end] {
+            for (I i = start; i < end; ++i) fn(i);
+        });
+    });
+    group.wait();
+}
+
+/// The results of pool::submit_blocks: one per block, in order. get() waits for every block
+/// (helping on a worker) and returns them (nothing for void), rethrowing the first exception
+/// a block threw. Move-only; destroying it waits for the blocks.
+template <class R>
+class block_results {
+public:
+    /// Waits for every block; rethrows the first exception.
+    void wait() { group_.wait(); }
+
+    /// Waits for every block and returns the results in block order (void: nothing).
+    auto get() {
+        group_.wait();
+        if constexpr (!std::is_void_v<R>) {
+            std::vector<R> out;
+            out.reserve(slots_->size());
+            for (auto& r : *slots_) out.push_back(std::move(*r));
+            return out;
+        }
+    }
+
+    /// How many blocks there are.
+    size_t size() const noexcept { return blocks_; }
+
+private:
+    friend class pool;
+    using slot = std::optional<std::conditional_t<std::is_void_v<R>, char, R>>;
+    explicit block_results(pool& p) : group_(p), slots_(std::make_unique<std::vector<slot>>()) {}
+
+    task_group group_;
+    std::unique_ptr<std::vector<slot>> slots_;
+    size_t blocks_ = 0;
+};
+
+template <class I, class F>
+void pool::parallel_for(I first, I last, F&& f, size_t blocks) {
+    flock::parallel_for(*this, first, last, std::forward<F>(f), blocks);
+}
+
+template <class I, class F>
+void pool::detach_loop(I first, I last, F&& f, size_t blocks) {
+    static_assert(std::is_integral_v<I>, "flock::pool::detach_loop takes an integer range");
+    if (!(first < last)) return;
+    size_t size = detail::block_size(static_cast<size_t>(last - first), workers(), blocks);
+    // Shared by the blocks, which may outlive this call: one copy, owned by all of them.
+    auto fn = std::make_shared<std::decay_t<F>>(std::forward<F>(f));
+    detail::for_blocks(first, last, size, [&](I start, I end) {
+        submit([fn, start, end] {
+            for (I i = start; i < end; ++i) (*fn)(i);
+        });
+    });
+}
+
+template <class I, class F>
+auto pool::submit_blocks(I first, I last, F&& f, size_t blocks) {
+    static_assert(std::is_integral_v<I>, "flock::pool::submit_blocks takes an integer range");
+    using Fn = std::decay_t<F>;
+    using R = std::invoke_result_t<Fn&, I, I>;
+    block_results<R> results(*this);
+    if (!(first < last)) return results;
+    size_t size = detail::block_size(static_cast<size_t>(last - first), workers(), blocks);
+    auto fn = std::make_shared<Fn>(std::forward<F>(f));
+    size_t count = (static_cast<size_t>(last - first) + size - 1) / size;
+    results.slots_->resize(count);  // never resized again: blocks write their own slot
+    results.blocks_ = count;
+    size_t index = 0;
+    auto* slots = results.slots_.get();
+    detail::for_blocks(first, last, size, [&](I start, I end) {
+        auto* slot = &(*slots)[index++];
+        results.group_.run([fn, start, end, slot] {
+            if constexpr (std::is_void_v<R>) {
+                (*fn)(start, end);
+                slot->emplace('\1');
+            } else {
+                slot->emplace((*fn)(start, end));
+            }
+        });
+    });
+    return results;
+}
 
 }  // namespace flock
 

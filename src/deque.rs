@@ -102,9 +102,6 @@ mod model {
         pub(crate) fn pop(&self) -> Option<T> {
             self.queue.take(self.fifo)
         }
-        pub(crate) fn len(&self) -> usize {
-            self.queue.len()
-        }
         pub(crate) fn is_empty(&self) -> bool {
             self.queue.is_empty()
         }

@@ -176,6 +176,7 @@ mod deque;
 mod error;
 mod fifo;
 mod global;
+mod group;
 mod install;
 mod job;
 mod join;
@@ -184,6 +185,7 @@ mod latch;
 mod metrics;
 mod pin;
 mod pool;
+mod purge;
 mod registry;
 mod reserve;
 mod scope;
@@ -205,6 +207,7 @@ pub use error::{
     BatchError, BuildError, JoinError, RejectReason, ResizeError, SubmitError, WaitError,
 };
 pub use global::{global, try_global};
+pub use group::{GroupError, TaskGroup};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
 pub use pool::Pool;

@@ -550,3 +550,29 @@ fn loom_broadcast_reaches_a_parking_worker() {
         pool.shutdown().unwrap();
     });
 }
+
+/// A task group's last task racing its waiter's park, one worker: the main thread (not a
+/// worker) and the worker itself (inside a task, waiting on an inner group, so it must run
+/// the inner task it waits for) both wait. The count's zero reaching the waiter through the
+/// `waiters` lock or the latch is what is checked: a lost wake-up deadlocks.
+#[test]
+fn loom_group_task_racing_the_waits_park() {
+    model("loom_group_task_racing_the_waits_park", || {
+        let pool = Arc::new(pool(1));
+        let ran = counter();
+        let group = crate::TaskGroup::new(&pool);
+        let (p, r) = (pool.clone(), ran.clone());
+        group.spawn(move || {
+            let inner = crate::TaskGroup::new(&p);
+            let r2 = r.clone();
+            inner.spawn(move || {
+                r2.fetch_add(1, Ordering::SeqCst);
+            });
+            inner.wait().unwrap();
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        group.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+        pool.shutdown().unwrap();
+    });
+}

@@ -95,6 +95,7 @@ impl Pool {
         Pool { registry }
     }
 
+    /// The shared state, for handles built on a pool (`TaskGroup`, `install`, broadcasts).
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -740,6 +741,35 @@ impl Pool {
     /// ```
     pub fn is_paused(&self) -> bool {
         self.registry.is_paused()
+    }
+
+    /// Drops every task queued and not yet started, and keeps the pool open; returns how
+    /// many were dropped. Each one's closure is dropped (its destructor runs, on this thread),
+    /// it counts as dropped in [`Stats`](crate::Stats), a [`spawn`](Pool::spawn)ed task's
+    /// handle answers [`JoinError::Dropped`](crate::JoinError::Dropped), a
+    /// [`TaskGroup`](crate::TaskGroup) no longer waits for it, and [`wait`](Pool::wait) sees
+    /// it finished. Tasks already running go on, and so do the queued jobs someone is
+    /// blocked on (the halves of [`join`](Pool::join), the tasks of a [`scope`](Pool::scope)):
+    /// those go back to the shared queue (while the pool is paused they wait for `resume`,
+    /// as any queued work). Tasks submitted concurrently may or may not be dropped. A
+    /// destructor that panics is caught and its payload dropped.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// pool.submit(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); }).unwrap();
+    /// started.recv().unwrap(); // the only worker is busy
+    /// let queued = pool.spawn(|| 1);
+    /// pool.submit(|| unreachable!("purged")).unwrap();
+    /// assert_eq!(pool.purge(), 2);
+    /// go_tx.send(()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert!(matches!(queued.join(), Err(flock::JoinError::Dropped)));
+    /// assert_eq!(pool.stats().dropped, 2);
+    /// ```
+    pub fn purge(&self) -> usize {
+        crate::purge::purge(&self.registry)
     }
 
     /// The lane called `name`, if this pool has one.

@@ -55,6 +55,10 @@ pub enum flock_status {
     /// was built with pin_workers). That worker was not added; the ones started before it
     /// keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
     FLOCK_ERR_PIN_FAILED = 12,
+    /// flock_group_wait or flock_group_wait_timeout: every task of the group has finished, and
+    /// at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
+    /// the last wait that reported failures. The group is usable again.
+    FLOCK_ERR_TASK_FAILED = 13,
 }
 
 /// See `enum flock_status`.
@@ -70,7 +74,7 @@ pub struct StatusArg(pub(crate) u32);
 
 impl flock_status {
     /// Every status, in value order (tests and `flock_status_str` use it).
-    pub(crate) const ALL: [flock_status; 13] = [
+    pub(crate) const ALL: [flock_status; 14] = [
         flock_status::FLOCK_OK,
         flock_status::FLOCK_ERR_NULL,
         flock_status::FLOCK_ERR_INVALID_CONFIG,
@@ -84,6 +88,7 @@ impl flock_status {
         flock_status::FLOCK_ERR_UNKNOWN_LANE,
         flock_status::FLOCK_ERR_PAUSED,
         flock_status::FLOCK_ERR_PIN_FAILED,
+        flock_status::FLOCK_ERR_TASK_FAILED,
     ];
 
     /// The status with this numeric value, if there is one.
@@ -116,6 +121,9 @@ impl flock_status {
             }
             flock_status::FLOCK_ERR_PIN_FAILED => {
                 c"the OS refused to pin a new worker to its core; that worker was not added"
+            }
+            flock_status::FLOCK_ERR_TASK_FAILED => {
+                c"every task of the group finished, and at least one of them failed"
             }
         }
     }
@@ -204,7 +212,8 @@ mod tests {
         assert_eq!(flock_status::FLOCK_ERR_UNKNOWN_LANE as u32, 10);
         assert_eq!(flock_status::FLOCK_ERR_PAUSED as u32, 11);
         assert_eq!(flock_status::FLOCK_ERR_PIN_FAILED as u32, 12);
-        assert_eq!(flock_status::from_raw(13), None);
+        assert_eq!(flock_status::FLOCK_ERR_TASK_FAILED as u32, 13);
+        assert_eq!(flock_status::from_raw(14), None);
         assert_eq!(flock_status::from_raw(u32::MAX), None);
     }
 

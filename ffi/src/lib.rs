@@ -9,7 +9,8 @@
 //! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `lane`
 //! (`flock_lane_t`, finding a lane by name), `pool` (`flock_pool_t`, waiting and shutdown),
 //! `control` (resizing, pausing and resuming a running pool), `task` (submitting C
-//! callbacks, one at a time or in batches), `stats` (`flock_stats_t`, `flock_worker_stats_t`,
+//! callbacks, one at a time or in batches), `group` (`flock_group_t`, task groups, and
+//! `flock_purge`), `stats` (`flock_stats_t`, `flock_worker_stats_t`,
 //! `flock_lane_stats_t`), and `panic` (the boundary every export sits behind). Conventions, all checked by `ffi/tests`: every pointer argument is checked for
 //! NULL (`FLOCK_ERR_NULL`), out-parameters are written only on success, enumerations coming
 //! in from C are read as integers and range-checked, and no panic unwinds into C.
@@ -21,6 +22,7 @@
 mod config;
 mod control;
 mod error;
+mod group;
 mod lane;
 mod panic;
 mod pool;
@@ -33,6 +35,11 @@ pub use config::{
 };
 pub use control::{flock_is_paused, flock_pause, flock_resize, flock_resume};
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
+pub use group::{
+    flock_group, flock_group_cancel, flock_group_free, flock_group_new, flock_group_submit,
+    flock_group_submit_ex, flock_group_submit_lane, flock_group_submit_lane_ex, flock_group_t,
+    flock_group_wait, flock_group_wait_timeout, flock_purge,
+};
 pub use lane::{
     flock_lane, flock_lane_index, flock_lane_t, flock_yield_to_lanes, FLOCK_LANE_NAME_MAX,
     FLOCK_MAX_LANES,

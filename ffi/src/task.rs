@@ -1,4 +1,4 @@
-//! C tasks: `flock_submit`, `flock_submit_ex`, their lane forms `flock_submit_lane` and
+//! C tasks (also the tasks of `flock_group_t`, see `group.rs`): `flock_submit`, `flock_submit_ex`, their lane forms `flock_submit_lane` and
 //! `flock_submit_lane_ex`, `flock_submit_batch` and `flock_submit_batch_ex`, and
 //! `flock_task_fail`.
 //!
@@ -27,13 +27,13 @@ use std::mem::ManuallyDrop;
 
 /// A C callback taking the task's argument. (Spelled out in the exported signatures rather
 /// than used there, so that cbindgen writes them as plain C function pointers.)
-type TaskFn = unsafe extern "C" fn(arg: *mut c_void);
+pub(crate) type TaskFn = unsafe extern "C" fn(arg: *mut c_void);
 
 /// A C task. Dropping it unrun calls `drop(arg)`.
-struct CTask {
-    run: TaskFn,
-    arg: *mut c_void,
-    drop: Option<TaskFn>,
+pub(crate) struct CTask {
+    pub(crate) run: TaskFn,
+    pub(crate) arg: *mut c_void,
+    pub(crate) drop: Option<TaskFn>,
 }
 
 // SAFETY: the header requires of every submitted task that `fn(arg)` and `drop(arg)` may be
@@ -93,10 +93,10 @@ impl Drop for CTask {
 
 /// Marks a submit call under way on this thread for as long as it lives, so that a `CTask`
 /// dropped by a panic unwinding out of that call leaves its argument to the caller.
-struct Submitting;
+pub(crate) struct Submitting;
 
 impl Submitting {
-    fn enter() -> Submitting {
+    pub(crate) fn enter() -> Submitting {
         SUBMITTING.with(|n| n.set(n.get() + 1));
         Submitting
     }
@@ -117,12 +117,12 @@ impl Drop for Submitting {
 }
 
 /// The closure the core runs for a C task. Its own function so that a test can check its size.
-fn into_closure(task: CTask) -> impl FnOnce() + Send + 'static {
+pub(crate) fn into_closure(task: CTask) -> impl FnOnce() + Send + 'static {
     move || task.run()
 }
 
 /// A lane index from C as the core takes it (an index the pool lacks is refused there).
-fn lane_index(lane: u32) -> usize {
+pub(crate) fn lane_index(lane: u32) -> usize {
     usize::try_from(lane).unwrap_or(usize::MAX)
 }
 

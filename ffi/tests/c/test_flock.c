@@ -112,12 +112,13 @@ static void test_version_and_status_strings(void) {
     CHECK_EQ(FLOCK_ERR_UNKNOWN_LANE, 10);
     CHECK_EQ(FLOCK_ERR_PAUSED, 11);
     CHECK_EQ(FLOCK_ERR_PIN_FAILED, 12);
-    for (int i = 0; i <= 12; i++) {
+    CHECK_EQ(FLOCK_ERR_TASK_FAILED, 13);
+    for (int i = 0; i <= 13; i++) {
         const char *s = flock_status_str((flock_status_t)i);
         CHECK(s != NULL && s[0] != '\0');
         for (int j = 0; j < i; j++) CHECK(strcmp(s, flock_status_str((flock_status_t)j)) != 0);
     }
-    CHECK(strcmp(flock_status_str((flock_status_t)13), "unknown flock status") == 0);
+    CHECK(strcmp(flock_status_str((flock_status_t)14), "unknown flock status") == 0);
     CHECK(strcmp(flock_status_str((flock_status_t)-1), "unknown flock status") == 0);
 }
 
@@ -1688,6 +1689,259 @@ static void test_forced_panic_comes_back_as_status(void) {
     flock_pool_free(pool);
 }
 
+/* ---- task groups and purge ---------------------------------------------------------- */
+
+static void fail_task(void *arg) {
+    (void)arg;
+    flock_task_fail();
+}
+
+static void test_group_waits_for_its_own_tasks(void) {
+    flock_pool_t *pool = new_pool(2, 1 << 16, FLOCK_WHEN_FULL_BLOCK);
+    gate_t outsider = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &outsider), FLOCK_OK); /* not the group's */
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    CHECK(g != NULL);
+    atomic_uint_fast64_t n = 0;
+    uint64_t k = scaled(2000);
+    for (uint64_t i = 0; i < k; i++) CHECK_STATUS(flock_group_submit(g, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), k);
+    /* Reusable; lane forms; an unknown lane leaves arg with the caller. */
+    slot_t a = {0, 0}, b = {0, 0}, c = {0, 0};
+    CHECK_STATUS(flock_group_submit_lane(g, 0, slot_run, &a), FLOCK_OK);
+    CHECK_STATUS(flock_group_submit_lane_ex(g, 0, slot_run, &b, slot_drop), FLOCK_OK);
+    CHECK_STATUS(flock_group_submit_lane_ex(g, 7, slot_run, &c, slot_drop), FLOCK_ERR_UNKNOWN_LANE);
+    CHECK_STATUS(flock_group_wait_timeout(g, 60000), FLOCK_OK);
+    CHECK_EQ(atomic_load(&a.ran) + atomic_load(&b.ran), 2);
+    CHECK_EQ(atomic_load(&c.ran) + atomic_load(&c.dropped) + atomic_load(&b.dropped), 0);
+    atomic_store(&outsider.open, 1);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+static void test_group_null_pointers(void) {
+    flock_pool_t *pool = new_pool(1, 16, FLOCK_WHEN_FULL_BLOCK);
+    flock_group_t *g = (flock_group_t *)&pool;
+    CHECK_STATUS(flock_group_new(NULL, &g), FLOCK_ERR_NULL);
+    CHECK(g == (flock_group_t *)&pool); /* out not written */
+    CHECK_STATUS(flock_group_new(pool, NULL), FLOCK_ERR_NULL);
+    atomic_uint_fast64_t n = 0;
+    CHECK_STATUS(flock_group_submit(NULL, count_task, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_submit_ex(NULL, slot_run, &n, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_submit_lane(NULL, 0, count_task, &n), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_submit_lane_ex(NULL, 0, count_task, &n, owned_drop), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_wait(NULL), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_wait_timeout(NULL, 1), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_cancel(NULL, NULL), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_purge(NULL, NULL), FLOCK_ERR_NULL);
+    flock_group_free(NULL);
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    atomic_store(&owned_drops, 0);
+    CHECK_STATUS(flock_group_submit_ex(g, NULL, &n, owned_drop), FLOCK_ERR_NULL);
+    CHECK_EQ(atomic_load(&owned_drops), 0); /* the caller still owns arg */
+    CHECK_STATUS(flock_group_cancel(g, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_purge(pool, NULL), FLOCK_OK);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+/* A task of the outer group: opens a group of its own, submits leaves, and waits. */
+typedef struct {
+    flock_pool_t *pool;
+    atomic_uint_fast64_t *leaves;
+    int depth;
+    atomic_int *bad;
+} fan_t;
+
+static void fan_task(void *arg) {
+    fan_t *f = arg;
+    if (f->depth == 0) {
+        atomic_fetch_add(f->leaves, 1);
+        return;
+    }
+    flock_group_t *inner = NULL;
+    if (flock_group_new(f->pool, &inner) != FLOCK_OK) {
+        atomic_fetch_add(f->bad, 1);
+        return;
+    }
+    fan_t kids[4];
+    for (int i = 0; i < 4; i++) {
+        kids[i] = (fan_t){f->pool, f->leaves, f->depth - 1, f->bad};
+        if (flock_group_submit(inner, fan_task, &kids[i]) != FLOCK_OK) atomic_fetch_add(f->bad, 1);
+    }
+    /* The one worker runs the kids while it waits (the kids live on this stack frame). */
+    if (flock_group_wait(inner) != FLOCK_OK) atomic_fetch_add(f->bad, 1);
+    flock_group_free(inner);
+}
+
+static void test_group_nested_fan_out_on_one_worker(void) {
+    flock_pool_t *pool = new_pool(1, 1 << 16, FLOCK_WHEN_FULL_BLOCK);
+    atomic_uint_fast64_t leaves = 0;
+    atomic_int bad = 0;
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    fan_t roots[4];
+    for (int i = 0; i < 4; i++) {
+        roots[i] = (fan_t){pool, &leaves, 3, &bad};
+        CHECK_STATUS(flock_group_submit(g, fan_task, &roots[i]), FLOCK_OK);
+    }
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    CHECK_EQ(atomic_load(&leaves), 4 * 4 * 4 * 4);
+    CHECK_EQ(atomic_load(&bad), 0);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+static void test_group_failures_are_reported_once(void) {
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    atomic_uint_fast64_t n = 0;
+    for (int i = 0; i < 10; i++)
+        CHECK_STATUS(flock_group_submit(g, i % 5 == 0 ? fail_task : count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_ERR_TASK_FAILED);
+    CHECK_EQ(atomic_load(&n), 8);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    CHECK_STATUS(flock_group_submit(g, fail_task, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout(g, 60000), FLOCK_ERR_TASK_FAILED);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.panicked, 3);
+    CHECK_EQ(s.completed, 8);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+static void test_group_cancel_and_timeout(void) {
+    enum { K = 10 };
+    flock_pool_t *pool = new_pool(1, 1024, FLOCK_WHEN_FULL_BLOCK);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_group_submit(g, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    slot_t slots[K];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < K; i++) CHECK_STATUS(flock_group_submit_ex(g, slot_run, &slots[i], slot_drop), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout(g, 10), FLOCK_ERR_TIMEOUT);
+    size_t cancelled = 77;
+    CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
+    CHECK_EQ(cancelled, K);
+    int wrong = 0;
+    for (int i = 0; i < K; i++) wrong += atomic_load(&slots[i].ran) != 0 || atomic_load(&slots[i].dropped) != 1;
+    CHECK_EQ(wrong, 0);
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.dropped, K);
+    CHECK_EQ(s.completed, 1);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+static void sleepy_task(void *arg) {
+    sleep_ms(2);
+    slot_run(arg);
+}
+
+static void test_group_free_waits_for_the_tasks(void) {
+    enum { K = 20 };
+    flock_pool_t *pool = new_pool(2, 1024, FLOCK_WHEN_FULL_BLOCK);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    slot_t *slots = calloc(K, sizeof *slots);
+    for (int i = 0; i < K; i++) CHECK_STATUS(flock_group_submit_ex(g, sleepy_task, &slots[i], slot_drop), FLOCK_OK);
+    flock_group_free(g);
+    int wrong = 0;
+    for (int i = 0; i < K; i++) wrong += atomic_load(&slots[i].ran) != 1;
+    CHECK_EQ(wrong, 0);
+    free(slots); /* no task touches them any more */
+    /* A group outliving its pool: submits are refused, the caller keeps arg. */
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    flock_pool_free(pool);
+    atomic_store(&owned_drops, 0);
+    slot_t late = {0, 0};
+    CHECK_STATUS(flock_group_submit_ex(g, slot_run, &late, owned_drop), FLOCK_ERR_SHUTDOWN);
+    CHECK_EQ(atomic_load(&owned_drops), 0);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    flock_group_free(g);
+}
+
+static void test_purge(void) {
+    enum { K = 300 };
+    flock_pool_t *pool = new_pool(1, 1 << 16, FLOCK_WHEN_FULL_BLOCK);
+    gate_t gate = {0, 0};
+    CHECK_STATUS(flock_submit(pool, gate_task, &gate), FLOCK_OK);
+    gate_wait_started(&gate);
+    static slot_t slots[K];
+    static void *args[K];
+    memset(slots, 0, sizeof slots);
+    for (int i = 0; i < K; i++) args[i] = &slots[i];
+    for (int i = 0; i < 100; i++) CHECK_STATUS(flock_submit_ex(pool, slot_run, &slots[i], slot_drop), FLOCK_OK);
+    size_t accepted = 0;
+    CHECK_STATUS(flock_submit_batch_ex(pool, 0, slot_run, args + 100, 150, slot_drop, &accepted), FLOCK_OK);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    for (int i = 250; i < K; i++) CHECK_STATUS(flock_group_submit_ex(g, slot_run, &slots[i], slot_drop), FLOCK_OK);
+    size_t purged = 0;
+    CHECK_STATUS(flock_purge(pool, &purged), FLOCK_OK);
+    CHECK_EQ(purged, K);
+    int wrong = 0;
+    for (int i = 0; i < K; i++) wrong += atomic_load(&slots[i].ran) != 0 || atomic_load(&slots[i].dropped) != 1;
+    CHECK_EQ(wrong, 0);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK); /* its tasks were dropped: nothing to wait for */
+    atomic_store(&gate.open, 1);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    flock_stats_t s;
+    CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
+    CHECK_EQ(s.dropped, K);
+    CHECK_EQ(s.completed, 1);
+    /* The pool stays open. */
+    atomic_uint_fast64_t n = 0;
+    CHECK_STATUS(flock_submit(pool, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
+static void test_group_forced_panics(void) {
+    flock_pool_t *pool = new_pool(1, 16, FLOCK_WHEN_FULL_BLOCK);
+    flock_group_t *g = NULL, *unchanged = (flock_group_t *)&pool;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_new(pool, &unchanged), FLOCK_ERR_PANIC);
+    CHECK(unchanged == (flock_group_t *)&pool);
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    atomic_uint_fast64_t n = 0;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_submit(g, count_task, &n), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_submit_lane_ex(g, 0, count_task, &n, owned_drop), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_wait(g), FLOCK_ERR_PANIC);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_wait_timeout(g, 1), FLOCK_ERR_PANIC);
+    size_t k = 77;
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_group_cancel(g, &k), FLOCK_ERR_PANIC);
+    CHECK_EQ(k, 77);
+    flock_test_panic_next_call();
+    CHECK_STATUS(flock_purge(pool, &k), FLOCK_ERR_PANIC);
+    CHECK_EQ(k, 77);
+    flock_test_panic_next_call();
+    flock_group_free(g); /* void: the panic comes first, the group is not freed */
+    CHECK_STATUS(flock_group_submit(g, count_task, &n), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
+    CHECK_EQ(atomic_load(&n), 1);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
 int main(void) {
     const char *env = getenv("FLOCK_TEST_SCALE");
     if (env && atoi(env) > 0) scale = (uint64_t)atoi(env);
@@ -1736,6 +1990,14 @@ int main(void) {
     RUN(test_submit_batch_ex_drop);
     RUN(test_task_fail_counts_as_panicked);
     RUN(test_forced_panic_comes_back_as_status);
+    RUN(test_group_waits_for_its_own_tasks);
+    RUN(test_group_null_pointers);
+    RUN(test_group_nested_fan_out_on_one_worker);
+    RUN(test_group_failures_are_reported_once);
+    RUN(test_group_cancel_and_timeout);
+    RUN(test_group_free_waits_for_the_tasks);
+    RUN(test_purge);
+    RUN(test_group_forced_panics);
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

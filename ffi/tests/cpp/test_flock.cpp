@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -613,6 +614,471 @@ static void test_resize_pause_resume() {
     CHECK(threw);
 }
 
+// ---- task groups, loops, purge --------------------------------------------------------
+
+static_assert(!std::is_copy_constructible_v<flock::task_group>, "task_group is move-only");
+static_assert(std::is_nothrow_move_constructible_v<flock::task_group>, "task_group moves");
+
+// Holds a pool's workers until released.
+struct hold {
+    std::atomic<int> started{0};
+    std::atomic<bool> open{false};
+    void occupy(flock::pool& p, int workers) {
+        for (int i = 0; i < workers; i++)
+            p.submit([this] {
+                started++;
+                while (!open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            });
+        while (started < workers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+};
+
+// Counts live instances, to see that dropped callables are destroyed once.
+struct tracked {
+    static inline std::atomic<int> live{0};
+    std::vector<int> payload = std::vector<int>(8);  // heap-stored callable
+    tracked() { live++; }
+    tracked(const tracked& o) : payload(o.payload) { live++; }
+    tracked(tracked&& o) noexcept : payload(std::move(o.payload)) { live++; }
+    ~tracked() { live--; }
+};
+
+static void test_task_group_run_wait_cancel() {
+    flock::pool pool(flock::config().workers(2));
+    std::atomic<int> n{0};
+    {
+        flock::task_group g(pool);
+        for (int i = 0; i < 1000; i++) g.run([&n] { n++; });
+        g.wait();
+        CHECK_EQ(n.load(), 1000);
+        // Exceptions: the first is rethrown by the next wait, once; the others are counted.
+        for (int i = 0; i < 4; i++) g.run([i] { throw std::runtime_error("task " + std::to_string(i)); });
+        bool threw = false;
+        try {
+            g.wait();
+        } catch (const std::runtime_error& e) {
+            threw = std::string(e.what()).rfind("task ", 0) == 0;
+        }
+        CHECK(threw);
+        g.wait();  // reported once: no throw now
+        // wait_for times out on a held task, then succeeds.
+        std::atomic<bool> go{false};
+        g.run([&go] {
+            while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        CHECK(!g.wait_for(std::chrono::milliseconds(5)));
+        go = true;
+        CHECK(g.wait_for(std::chrono::seconds(60)));
+    }
+    pool.wait();
+    CHECK_EQ(pool.stats().panicked, 4);
+
+    // cancel: queued callables are destroyed unrun, running ones finish.
+    flock::pool one(flock::config().workers(1));
+    hold h;
+    h.occupy(one, 1);
+    std::atomic<int> ran{0};
+    {
+        flock::task_group g(one);
+        tracked t;
+        for (int i = 0; i < 10; i++) g.run([t, &ran] { ran += static_cast<int>(t.payload.size()); });
+        CHECK_EQ(tracked::live.load(), 11);
+        CHECK_EQ(g.cancel(), 10);
+        CHECK_EQ(tracked::live.load(), 1);
+        h.open = true;
+        g.wait();
+        g.run([&ran] { ran++; });  // reusable after a cancel
+    }  // the destructor waits
+    CHECK_EQ(ran.load(), 1);
+    CHECK_EQ(tracked::live.load(), 0);
+
+    // A moved-from group refuses, destroying the callable once.
+    flock::task_group a(pool);
+    flock::task_group b(std::move(a));
+    bool threw = false;
+    try {
+        a.run([t = tracked()] {});
+    } catch (const flock::error& e) {
+        threw = e.status() == FLOCK_ERR_NULL;
+    }
+    CHECK(threw);
+    CHECK_EQ(tracked::live.load(), 0);
+    b.run([&n] { n++; });
+    b.wait();
+}
+
+// oneTBB's task_group example: Fibonacci with two tasks per call and a wait.
+static int tbb_fib(flock::pool& pool, int n) {
+    if (n < 2) return n;
+    int x = 0, y = 0;
+    flock::task_group g(pool);
+    g.run([&] { x = tbb_fib(pool, n - 1); });
+    g.run([&] { y = tbb_fib(pool, n - 2); });
+    g.wait();
+    return x + y;
+}
+
+static void test_task_group_nested_on_one_worker() {
+    flock::pool pool(flock::config().workers(1));
+    // Every level waits inside a task on the pool's only worker: the waits run the tasks.
+    auto f = pool.submit_task([&pool] { return tbb_fib(pool, scale > 1 ? 10 : 14); });
+    CHECK_EQ(f.get(), scale > 1 ? 55 : 377);
+    // Nested parallel_for on one worker.
+    std::atomic<uint64_t> sum{0};
+    pool.submit_task([&] {
+        flock::parallel_for(pool, 0, 16, [&](int i) {
+            flock::parallel_for(pool, 0, 16, [&](int j) { sum += static_cast<uint64_t>(i * 16 + j); });
+        });
+    }).get();
+    CHECK_EQ(sum.load(), 255 * 256 / 2);
+}
+
+static void test_parallel_loops() {
+    flock::pool pool(flock::config().workers(3));
+    // Each index exactly once, for ranges and block counts of every shape.
+    for (int64_t first : {-7, 0, 3}) {
+        for (int64_t len : {0, 1, 2, 5, 97, 1000}) {
+            for (size_t blocks : {size_t(0), size_t(1), size_t(3), size_t(2000)}) {
+                std::vector<std::atomic<int>> hits(static_cast<size_t>(len));
+                pool.parallel_for(first, first + len, [&](int64_t i) { hits[static_cast<size_t>(i - first)]++; }, blocks);
+                bool once = true;
+                for (auto& h : hits) once = once && h.load() == 1;
+                CHECK(once);
+            }
+        }
+    }
+    // An empty or reversed range does nothing.
+    pool.parallel_for(5, 5, [&](int) { CHECK(false); });
+    pool.parallel_for(5, 2, [&](int) { CHECK(false); });
+    // An exception comes out of parallel_for once every block has finished.
+    bool threw = false;
+    try {
+        flock::parallel_for(pool, 0, 100, [](int i) {
+            if (i == 42) throw std::out_of_range("42");
+        });
+    } catch (const std::out_of_range&) {
+        threw = true;
+    }
+    CHECK(threw);
+    // submit_blocks: one result per block, in order, covering the range.
+    auto parts = pool.submit_blocks(0, 1000, [](int lo, int hi) {
+        uint64_t s = 0;
+        for (int i = lo; i < hi; i++) s += static_cast<uint64_t>(i);
+        return s;
+    }, 7);
+    CHECK_EQ(parts.size(), 7);
+    auto sums = parts.get();
+    uint64_t total = 0;
+    for (auto v : sums) total += v;
+    CHECK_EQ(sums.size(), 7);
+    CHECK_EQ(total, 999 * 1000 / 2);
+    std::atomic<int> blocks{0};
+    pool.submit_blocks(0, 10, [&](int, int) { blocks++; }, 3).get();
+    CHECK_EQ(blocks.load(), 3);
+    // detach_loop: no wait; the pool's wait covers it.
+    std::atomic<uint64_t> n{0};
+    pool.detach_loop(0, 500, [&n](int i) { n += static_cast<uint64_t>(i); });
+    pool.wait();
+    CHECK_EQ(n.load(), 499 * 500 / 2);
+}
+
+static void test_purge_cpp() {
+    flock::pool pool(flock::config().workers(1));
+    hold h;
+    h.occupy(pool, 1);
+    {
+        tracked t;
+        for (int i = 0; i < 20; i++) pool.submit([t] { CHECK(false); });
+    }
+    auto f = pool.submit_task([] { return 1; });
+    CHECK_EQ(tracked::live.load(), 20);
+    CHECK_EQ(pool.purge(), 21);
+    CHECK_EQ(tracked::live.load(), 0);
+    bool broken = false;
+    try {
+        f.get();
+    } catch (const std::future_error& e) {
+        broken = e.code() == std::future_errc::broken_promise;
+    }
+    CHECK(broken);
+    h.open = true;
+    pool.wait();
+    CHECK_EQ(pool.stats().dropped, 21);
+    std::atomic<int> n{0};
+    pool.submit([&n] { n++; });  // still open
+    pool.wait();
+    CHECK_EQ(n.load(), 1);
+}
+
+// ---- ports: BS::thread_pool's test program and oneTBB's task_group examples ----------
+//
+// Written from their documented behaviour (BS::thread_pool v5's README and test program's
+// check list; oneTBB's task_group reference and examples), on flock.hpp's API. Each check
+// is counted; main() prints the counts.
+
+static int port_pass[2], port_total[2];
+static void port(int which, const char* name, bool ok) {
+    port_total[which]++;
+    if (ok) {
+        port_pass[which]++;
+    } else {
+        std::fprintf(stderr, "  port check failed: %s\n", name);
+        test_failed = true;
+    }
+}
+enum { BS = 0, TBB = 1 };
+
+static void test_port_bs_thread_pool() {
+    flock::pool pool(flock::config().workers(4));
+    // check_task: detach_task N times; each runs once.
+    {
+        std::atomic<int> n{0};
+        for (int i = 0; i < 1000; i++) pool.submit([&n] { n++; });
+        pool.wait();
+        port(BS, "detach_task runs each task once", n == 1000);
+    }
+    // check_task: submit_task returns the value, and a void task's future becomes ready.
+    {
+        auto a = pool.submit_task([] { return 42; });
+        std::atomic<bool> flag{false};
+        auto b = pool.submit_task([&flag] { flag = true; });
+        b.wait();
+        port(BS, "submit_task returns the value", a.get() == 42 && flag);
+    }
+    // check_loop: detach_loop / submit_loop touch every index once, also with more blocks
+    // than indices and with negative bounds.
+    {
+        bool ok = true;
+        for (auto [first, last, blocks] : {std::tuple<int, int, size_t>{0, 1000, 0}, {-500, 500, 13}, {3, 8, 100}, {0, 1, 1}}) {
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(last - first));
+            pool.detach_loop(first, last, [&](int i) { hits[static_cast<size_t>(i - first)]++; }, blocks);
+            pool.wait();
+            for (auto& h : hits) ok = ok && h == 1;
+            for (auto& h : hits) h = 0;
+            pool.parallel_for(first, last, [&](int i) { hits[static_cast<size_t>(i - first)]++; }, blocks);
+            for (auto& h : hits) ok = ok && h == 1;
+        }
+        port(BS, "detach_loop and submit_loop cover each index once", ok);
+    }
+    // check_blocks: submit_blocks returns one result per block, which sum to the whole.
+    {
+        auto f = pool.submit_blocks(0, 10000, [](int lo, int hi) {
+            int64_t s = 0;
+            for (int i = lo; i < hi; i++) s += i;
+            return s;
+        }, 10);
+        auto v = f.get();
+        int64_t s = 0;
+        for (auto x : v) s += x;
+        port(BS, "submit_blocks sums to the whole", v.size() == 10 && s == int64_t(9999) * 10000 / 2);
+    }
+    // check_wait_for / wait_until: a long task makes them time out, then they succeed.
+    {
+        std::atomic<bool> go{false};
+        pool.submit([&go] {
+            while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        bool timed_out = !pool.wait_for(std::chrono::milliseconds(10));
+        bool until_out = !pool.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+        go = true;
+        port(BS, "wait_for / wait_until time out, then return", timed_out && until_out && pool.wait_for(std::chrono::seconds(60)));
+    }
+    // check_pausing: tasks submitted while paused do not start until unpaused.
+    {
+        pool.pause();
+        std::atomic<int> n{0};
+        for (int i = 0; i < 10; i++) pool.submit([&n] { n++; });
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        bool none = n == 0;
+        pool.resume();
+        pool.wait();
+        port(BS, "paused pool runs nothing until unpaused", none && n == 10);
+    }
+    // check_purge: with the workers busy, purge drops the queued tasks.
+    {
+        hold h;
+        h.occupy(pool, 4);
+        std::atomic<int> n{0};
+        for (int i = 0; i < 100; i++) pool.submit([&n] { n++; });
+        size_t purged = pool.purge();
+        h.open = true;
+        pool.wait();
+        port(BS, "purge drops the queued tasks", purged == 100 && n == 0);
+    }
+    // check_exceptions: submit_task and submit_blocks forward a task's exception.
+    {
+        bool a = false, b = false;
+        try {
+            pool.submit_task([]() -> int { throw std::runtime_error("x"); }).get();
+        } catch (const std::runtime_error&) {
+            a = true;
+        }
+        try {
+            pool.submit_blocks(0, 10, [](int lo, int) {
+                if (lo == 0) throw std::runtime_error("y");
+            }).get();
+        } catch (const std::runtime_error&) {
+            b = true;
+        }
+        port(BS, "exceptions are forwarded to get()", a && b);
+    }
+    // check_vectors: parallel vector addition equals the serial one.
+    {
+        const size_t len = 10000;
+        std::vector<double> x(len), y(len), par(len), ser(len);
+        for (size_t i = 0; i < len; i++) {
+            x[i] = static_cast<double>(i) * 0.5;
+            y[i] = static_cast<double>(len - i);
+            ser[i] = x[i] + y[i];
+        }
+        pool.submit_blocks(size_t(0), len, [&](size_t lo, size_t hi) {
+            for (size_t i = lo; i < hi; i++) par[i] = x[i] + y[i];
+        }).wait();
+        port(BS, "parallel vector addition matches", par == ser);
+    }
+    // check_deadlock (BS warns that waiting inside a task deadlocks): with task groups,
+    // tasks that wait for their own sub-tasks complete even when every worker does so.
+    {
+        std::atomic<int> leaves{0};
+        flock::task_group outer(pool);
+        for (int i = 0; i < 8; i++)
+            outer.run([&] {
+                flock::task_group inner(pool);
+                for (int j = 0; j < 8; j++) inner.run([&leaves] { leaves++; });
+                inner.wait();
+            });
+        outer.wait();
+        port(BS, "tasks waiting for sub-tasks complete", leaves == 64);
+    }
+    // get_tasks_total / get_tasks_queued: the counters see what is queued and running.
+    {
+        hold h;
+        h.occupy(pool, 4);
+        for (int i = 0; i < 5; i++) pool.submit([] {});
+        auto s = pool.stats();
+        h.open = true;
+        pool.wait();
+        port(BS, "stats count queued and running tasks", s.queued == 5 && s.in_flight == 9);
+    }
+    // check_constructor / reset: the worker count is what was asked, and resizes.
+    {
+        bool ok = pool.workers() == 4;
+        pool.resize(2);
+        ok = ok && pool.workers() == 2;
+        std::atomic<int> n{0};
+        pool.parallel_for(0, 100, [&n](int) { n++; });
+        pool.resize(4);
+        port(BS, "thread count and reset", ok && n == 100 && pool.workers() == 4);
+    }
+}
+
+// oneTBB's documented tree-sum example: recurse into both children as tasks of a group.
+struct tree_node {
+    int value;
+    std::unique_ptr<tree_node> left, right;
+};
+
+static std::unique_ptr<tree_node> make_tree(int depth, int& next) {
+    if (depth == 0) return nullptr;
+    auto node = std::make_unique<tree_node>();
+    node->value = next++;
+    node->left = make_tree(depth - 1, next);
+    node->right = make_tree(depth - 1, next);
+    return node;
+}
+
+static long tree_sum(flock::pool& pool, const tree_node* n) {
+    if (!n) return 0;
+    long l = 0, r = 0;
+    flock::task_group g(pool);
+    g.run([&] { l = tree_sum(pool, n->left.get()); });
+    g.run([&] { r = tree_sum(pool, n->right.get()); });
+    g.wait();
+    return n->value + l + r;
+}
+
+static void test_port_onetbb_task_group() {
+    flock::pool pool(flock::config().workers(2));
+    // Fib (the task_group reference's example), from outside and from inside a task.
+    port(TBB, "Fib with task_group", tbb_fib(pool, 15) == 610);
+    port(TBB, "Fib with task_group inside a task", pool.submit_task([&] { return tbb_fib(pool, 12); }).get() == 144);
+    // run_and_wait: run then wait returns after the task.
+    {
+        flock::task_group g(pool);
+        int x = 0;
+        g.run([&x] { x = 7; });
+        g.wait();
+        port(TBB, "run and wait", x == 7);
+    }
+    // Tree traversal with recursive groups.
+    {
+        int next = 1;
+        auto root = make_tree(scale > 1 ? 6 : 9, next);
+        long want = static_cast<long>(next - 1) * next / 2;
+        port(TBB, "parallel tree sum", tree_sum(pool, root.get()) == want);
+    }
+    // cancel: tasks not yet started do not run; wait returns once the running ones finish.
+    {
+        flock::pool one(flock::config().workers(1));
+        hold h;
+        h.occupy(one, 1);
+        flock::task_group g(one);
+        std::atomic<int> ran{0};
+        for (int i = 0; i < 50; i++) g.run([&ran] { ran++; });
+        size_t cancelled = g.cancel();
+        h.open = true;
+        g.wait();
+        port(TBB, "cancel skips tasks not yet started", cancelled == 50 && ran == 0);
+    }
+    // Exceptions: wait() rethrows one of the tasks' exceptions after all have finished.
+    {
+        flock::task_group g(pool);
+        std::atomic<int> finished{0};
+        for (int i = 0; i < 10; i++)
+            g.run([i, &finished] {
+                finished++;
+                if (i == 3) throw std::logic_error("three");
+            });
+        bool threw = false;
+        try {
+            g.wait();
+        } catch (const std::logic_error&) {
+            threw = true;
+        }
+        port(TBB, "wait rethrows a task's exception after all finished", threw && finished == 10);
+    }
+    // A group is reusable after wait (task_group can be run again after wait returns).
+    {
+        flock::task_group g(pool);
+        int total = 0;
+        for (int round = 0; round < 5; round++) {
+            std::atomic<int> n{0};
+            for (int i = 0; i < 10; i++) g.run([&n] { n++; });
+            g.wait();
+            total += n;
+        }
+        port(TBB, "group reusable after wait", total == 50);
+    }
+    // Tasks spawning into their own group (run from inside a task of the group).
+    {
+        flock::task_group g(pool);
+        std::atomic<int> n{0};
+        g.run([&] {
+            for (int i = 0; i < 10; i++) g.run([&n] { n++; });
+        });
+        g.wait();
+        port(TBB, "tasks add tasks to their own group", n == 10);
+    }
+    // parallel_for as tbb::parallel_for over a blocked range of indices.
+    {
+        std::vector<int> v(1000);
+        flock::parallel_for(pool, size_t(0), v.size(), [&v](size_t i) { v[i] = static_cast<int>(i) * 2; });
+        bool ok = true;
+        for (size_t i = 0; i < v.size(); i++) ok = ok && v[i] == static_cast<int>(i) * 2;
+        port(TBB, "parallel_for over a vector", ok);
+    }
+}
+
 int main() {
     if (const char* env = std::getenv("FLOCK_TEST_SCALE"); env && std::atoi(env) > 0)
         scale = static_cast<uint64_t>(std::atoi(env));
@@ -641,6 +1107,14 @@ int main() {
     RUN(test_config_lanes_survive_copies);
     RUN(test_submit_to_lanes);
     RUN(test_resize_pause_resume);
+    RUN(test_task_group_run_wait_cancel);
+    RUN(test_task_group_nested_on_one_worker);
+    RUN(test_parallel_loops);
+    RUN(test_purge_cpp);
+    RUN(test_port_bs_thread_pool);
+    RUN(test_port_onetbb_task_group);
+    std::printf("ported checks: BS::thread_pool %d/%d passed, oneTBB task_group %d/%d passed\n", port_pass[BS],
+                port_total[BS], port_pass[TBB], port_total[TBB]);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

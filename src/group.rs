@@ -1,0 +1,495 @@
+//! Task groups: `'static` tasks that a caller waits for as a set, without waiting for the
+//! rest of the pool. The counting and waking protocol is in `sleep/README.md`, "Task groups".
+//!
+//! Each task of a group is a spawned task (`spawn_job`) whose closure carries a [`Ticket`]:
+//! one unit of the group's `pending` count, given back when the closure ends, whether it ran,
+//! panicked, was cancelled, purged, discarded by `shutdown_now` or refused. So every way a
+//! task can end reaches the count through one `Drop`, and no path has to remember it. The
+//! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
+
+use crate::latch::{self, Latch, Owner};
+use crate::registry::{Admission, Registry};
+use crate::spawn::{spawn_job, JoinHandle};
+use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::{LaneId, Pool, RejectReason, SubmitError};
+use std::fmt;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Arc as CellArc;
+use std::time::{Duration, Instant};
+
+/// Why a task group's wait did not end cleanly.
+///
+/// ```
+/// let pool = flock::Pool::new();
+/// let group = flock::TaskGroup::new(&pool);
+/// group.spawn(|| panic!("one bad task"));
+/// group.spawn(|| ());
+/// assert_eq!(group.wait(), Err(flock::GroupError::Panicked(1)));
+/// assert_eq!(group.wait(), Ok(()), "each panic is reported once");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// Every task of the group finished, and this many of them panicked since the last wait
+    /// that reported panics (a C task that called `flock_task_fail` counts too).
+    Panicked(usize),
+    /// The time limit of [`TaskGroup::wait_timeout`] passed with tasks still unfinished.
+    Timeout,
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupError::Panicked(n) => write!(f, "{n} task(s) of the group panicked"),
+            GroupError::Timeout => f.write_str("the group's tasks did not finish in time"),
+        }
+    }
+}
+
+impl std::error::Error for GroupError {}
+
+/// A set of `'static` tasks on one pool that can be waited for, cancelled and reused.
+///
+/// [`wait`](TaskGroup::wait) returns when exactly the group's tasks have finished (tasks
+/// they spawn into the group included), not the pool's others. Called from a worker of any
+/// pool, the worker runs its own pool's tasks while it waits, so a task that opens a group
+/// and waits on it does not hold its worker idle: a nested fan-out completes even on a
+/// one-worker pool. Any number of threads may spawn into a group and wait on it at once;
+/// each wait returns once the group's count of unfinished tasks was zero at some moment
+/// during the call (tasks spawned concurrently may or may not be waited for).
+///
+/// Dropping the group does not wait: its tasks still run. Waiting on a group from one of
+/// its own tasks waits for that task itself, and never returns.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// let pool = Arc::new(flock::Pool::builder().workers(1).build()?);
+/// let group = flock::TaskGroup::new(&pool);
+/// let leaves = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..4 {
+///     let (pool, leaves) = (pool.clone(), leaves.clone());
+///     group.spawn(move || {
+///         // A group inside a task: its wait runs the inner tasks on this one worker.
+///         let inner = flock::TaskGroup::new(&pool);
+///         for _ in 0..8 {
+///             let leaves = leaves.clone();
+///             inner.spawn(move || { leaves.fetch_add(1, Ordering::Relaxed); });
+///         }
+///         inner.wait().unwrap();
+///     });
+/// }
+/// group.wait()?;
+/// assert_eq!(leaves.load(Ordering::Relaxed), 32);
+/// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+/// ```
+pub struct TaskGroup {
+    state: CellArc<GroupState>,
+    registry: Arc<Registry>,
+}
+
+struct GroupState {
+    /// Tasks of the group not yet finished. A task's unit is taken before it can run and
+    /// given back (by its `Ticket`) after its closure ended or was dropped.
+    pending: AtomicUsize,
+    /// Tasks that panicked since the last wait that reported them.
+    panicked: AtomicUsize,
+    /// Waiters without a time limit, each with its own one-shot latch; emptied (and every
+    /// latch set) by the task that brings `pending` to zero.
+    waiters: Mutex<Vec<CellArc<Waiter>>>,
+    /// Waiters with a time limit sleep here, under `waiters`' lock.
+    timed: Condvar,
+    /// The handles of tasks not known to be finished, for `cancel`.
+    handles: Mutex<Handles>,
+}
+
+/// One wait without a time limit: a fresh latch per wait, so the group's count may go to
+/// zero and up again any number of times.
+struct Waiter {
+    latch: Latch,
+    owner: Owner,
+}
+
+struct Handles {
+    list: Vec<JoinHandle<()>>,
+    /// The length at which `keep` next drops the handles of finished tasks.
+    prune_at: usize,
+}
+
+const FIRST_PRUNE: usize = 64;
+
+/// One unit of a group's `pending` count, held by a task's closure.
+struct Ticket(CellArc<GroupState>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.task_done();
+    }
+}
+
+/// A task of a group: the user's closure and its ticket. Fields drop in order, so a task
+/// dropped unrun has its closure's destructor run before the group hears it finished.
+struct GroupTask<F> {
+    f: F,
+    ticket: Ticket,
+}
+
+impl<F: FnOnce()> GroupTask<F> {
+    fn run(self) {
+        let GroupTask { f, ticket } = self;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+            // Relaxed: the ticket's AcqRel decrement, later in this thread, publishes it.
+            ticket.0.panicked.fetch_add(1, Ordering::Relaxed);
+            drop(ticket);
+            // On to the pool, which counts the task as panicked (the payload goes to the
+            // task's handle, dropped with it).
+            resume_unwind(payload);
+        }
+    }
+}
+
+impl GroupState {
+    /// A task of the group finished; the last one opens every waiter.
+    fn task_done(&self) {
+        // AcqRel: the last decrement acquires every task's writes (their Release decrements)
+        // and releases them to the waiter, which reads the count with Acquire or through a
+        // latch set after this.
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.transition_to_idle();
+        }
+    }
+
+    /// `pending` reached zero: wakes whoever waits (see README, "Task groups").
+    #[cold]
+    fn transition_to_idle(&self) {
+        let waiters = {
+            let mut list = self.waiters.lock();
+            self.timed.notify_all();
+            std::mem::take(&mut *list)
+        };
+        for w in waiters {
+            // SAFETY: `w` (an `Arc`) keeps the latch and owner alive through the call, and
+            // the waiter is alive while its latch is unset (it waits for it).
+            unsafe { latch::set_and_wake(&w.latch, &w.owner) };
+        }
+    }
+}
+
+impl TaskGroup {
+    /// An empty group on `pool`. It keeps the pool's shared state alive, not the pool:
+    /// after the pool shuts down, spawns are refused.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// assert_eq!(group.wait(), Ok(())); // nothing to wait for
+    /// ```
+    pub fn new(pool: &Pool) -> TaskGroup {
+        TaskGroup {
+            state: CellArc::new(GroupState {
+                pending: AtomicUsize::new(0),
+                panicked: AtomicUsize::new(0),
+                waiters: Mutex::new(Vec::new()),
+                timed: Condvar::new(),
+                handles: Mutex::new(Handles {
+                    list: Vec::new(),
+                    prune_at: FIRST_PRUNE,
+                }),
+            }),
+            registry: pool.registry().clone(),
+        }
+    }
+
+    /// Runs `task` on the group's pool as one of the group's tasks, as
+    /// [`Pool::spawn`](crate::Pool::spawn) would: a task the pool refuses is dropped unrun
+    /// (and counted refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// group.spawn(move || tx.send(1).unwrap());
+    /// group.wait().unwrap();
+    /// assert_eq!(rx.recv().unwrap(), 1);
+    /// ```
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        drop(self.submit_in(None, task));
+    }
+
+    /// Like [`spawn`](TaskGroup::spawn), into `lane` (see [`Pool::submit_to`]); a task for
+    /// a lane the pool lacks is refused and dropped.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("fast", 4), ("slow", 1)]).build().unwrap();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// group.spawn_to("slow", || ());
+    /// group.wait().unwrap();
+    /// ```
+    pub fn spawn_to<L: LaneId, F>(&self, lane: L, task: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        drop(self.submit_to(lane, task));
+    }
+
+    /// Like [`spawn`](TaskGroup::spawn), but a task the pool refuses (full, shut down)
+    /// comes back in the error, unrun, and is not part of the group.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// pool.shutdown().unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let back = group.submit(move || tx.send(3).unwrap()).unwrap_err();
+    /// assert_eq!(back.reason(), flock::RejectReason::Shutdown);
+    /// back.into_inner()(); // handed back unrun: run it here
+    /// assert_eq!(rx.recv().unwrap(), 3);
+    /// ```
+    pub fn submit<F>(&self, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.submit_in(None, task)
+    }
+
+    /// Like [`submit`](TaskGroup::submit), into `lane` (see [`Pool::submit_to`]).
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().lanes(&[("fast", 4), ("slow", 1)]).build().unwrap();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// assert!(group.submit_to("slow", || ()).is_ok());
+    /// assert!(group.submit_to("nope", || ()).is_err());
+    /// group.wait().unwrap();
+    /// ```
+    pub fn submit_to<L: LaneId, F>(&self, lane: L, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        match lane.resolve(&self.registry.cfg.lanes) {
+            Some(lane) => self.submit_in(Some(lane), task),
+            None => {
+                self.registry.count_refused(RejectReason::UnknownLane, 1);
+                Err(SubmitError::new(task, RejectReason::UnknownLane))
+            }
+        }
+    }
+
+    /// As `Pool::spawn_in`: onto our own deque on a worker of the pool, else through
+    /// admission. The ticket is taken only once the task is sure to be queued or run.
+    fn submit_in<F>(&self, lane: Option<usize>, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let reg = &self.registry;
+        let task = match crate::worker::with_current(|w| match w {
+            Some(w) if w.is_in(reg) => {
+                let (job, handle) = spawn_job(reg, self.wrap(task));
+                w.submit_local(job, lane);
+                Ok(handle)
+            }
+            _ => Err(task),
+        }) {
+            Ok(handle) => {
+                self.keep(handle);
+                return Ok(());
+            }
+            Err(task) => task,
+        };
+        let shard = reg.counters.external();
+        match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
+            Ok(route) => {
+                let (job, handle) = spawn_job(reg, self.wrap(task));
+                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                self.keep(handle);
+                Ok(())
+            }
+            Err(reason) => Err(SubmitError::new(task, reason)),
+        }
+    }
+
+    /// `task` as a task of the group, holding one unit of `pending`.
+    fn wrap<F: FnOnce() + Send + 'static>(&self, task: F) -> impl FnOnce() + Send + 'static {
+        // Relaxed: the unit is ours until the task ends; a waiter that reads the count before
+        // this increment does not wait for this task, which spawning concurrently allows.
+        self.state.pending.fetch_add(1, Ordering::Relaxed);
+        let task = GroupTask {
+            f: task,
+            ticket: Ticket(self.state.clone()),
+        };
+        move || task.run()
+    }
+
+    /// Keeps a task's handle for `cancel`; from time to time drops those of finished tasks.
+    fn keep(&self, handle: JoinHandle<()>) {
+        let mut handles = self.state.handles.lock();
+        if handles.list.len() >= handles.prune_at {
+            handles.list.retain(|h| !h.is_finished());
+            handles.prune_at = (handles.list.len() * 2).max(FIRST_PRUNE);
+        }
+        handles.list.push(handle);
+    }
+
+    /// Waits until every task of the group has finished (run, panicked, or dropped by
+    /// [`cancel`](TaskGroup::cancel), [`Pool::purge`] or `shutdown_now`). On a worker of
+    /// any pool, the worker runs its own pool's tasks meanwhile. Returns
+    /// `Err(GroupError::Panicked(n))` when `n` tasks panicked since the last wait that
+    /// reported panics (each is reported to one wait). The group may be reused afterwards.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// for round in 0..3 {
+    ///     let (tx, rx) = std::sync::mpsc::channel();
+    ///     group.spawn(move || tx.send(round).unwrap());
+    ///     group.wait().unwrap();
+    ///     assert_eq!(rx.try_recv().unwrap(), round);
+    /// }
+    /// ```
+    pub fn wait(&self) -> Result<(), GroupError> {
+        // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
+        if self.state.pending.load(Ordering::Acquire) != 0 {
+            self.wait_cold();
+        }
+        self.take_result()
+    }
+
+    #[cold]
+    fn wait_cold(&self) {
+        let waiter = CellArc::new(Waiter {
+            latch: Latch::new(),
+            owner: Owner::current(&self.registry),
+        });
+        {
+            let mut list = self.state.waiters.lock();
+            // Under the lock that `transition_to_idle` takes after its decrement: either that
+            // decrement is seen here, or the list (with us in it) is seen there.
+            if self.state.pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            list.push(waiter.clone());
+        }
+        // On a worker (of this pool or another) its pool's tasks run here meanwhile.
+        latch::wait(&waiter.latch);
+    }
+
+    /// Like [`wait`](TaskGroup::wait), for at most `timeout`: `Err(GroupError::Timeout)`
+    /// if tasks are still unfinished then. This wait blocks the calling thread and does not
+    /// run other tasks meanwhile, also on a worker (so a task waiting so for tasks that only
+    /// its own worker could run times out).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// group.spawn(move || rx.recv().unwrap());
+    /// assert_eq!(group.wait_timeout(Duration::from_millis(10)), Err(flock::GroupError::Timeout));
+    /// tx.send(()).unwrap();
+    /// assert_eq!(group.wait_timeout(Duration::from_secs(60)), Ok(()));
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<(), GroupError> {
+        let deadline = Instant::now().checked_add(timeout);
+        {
+            let mut list = self.state.waiters.lock();
+            // Acquire, under the lock: as in `wait_cold`; `transition_to_idle` notifies under
+            // this lock after its decrement, so a zero is either seen here or notified.
+            while self.state.pending.load(Ordering::Acquire) != 0 {
+                if !self.state.timed.wait_until(&mut list, deadline)
+                    && self.state.pending.load(Ordering::Acquire) != 0
+                {
+                    return Err(GroupError::Timeout);
+                }
+            }
+        }
+        self.take_result()
+    }
+
+    /// The panics since the last report, now reported.
+    fn take_result(&self) -> Result<(), GroupError> {
+        self.prune();
+        match self.state.panicked.swap(0, Ordering::Relaxed) {
+            0 => Ok(()),
+            n => Err(GroupError::Panicked(n)),
+        }
+    }
+
+    /// Drops the handles of finished tasks (outside the lock: a panic payload is the user's).
+    fn prune(&self) {
+        let list = std::mem::take(&mut self.state.handles.lock().list);
+        let (running, finished): (Vec<_>, Vec<_>) =
+            list.into_iter().partition(|h| !h.is_finished());
+        self.state.handles.lock().list.extend(running);
+        drop(finished);
+    }
+
+    /// Drops the group's tasks that have not started: their closures' destructors run here,
+    /// each is counted as dropped in [`Stats`](crate::Stats), and a wait no longer waits for
+    /// them. Returns how many were dropped. Tasks already running are not stopped, and
+    /// tasks spawned concurrently with the call may or may not be dropped.
+    ///
+    /// # Panics
+    /// If a closure's destructor panics, the others are still dropped, and the first such
+    /// panic propagates from here.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// group.spawn(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); });
+    /// started.recv().unwrap(); // the only worker is busy
+    /// for _ in 0..5 {
+    ///     group.spawn(|| unreachable!("dropped by cancel"));
+    /// }
+    /// assert_eq!(group.cancel(), 5);
+    /// go_tx.send(()).unwrap();
+    /// group.wait().unwrap();
+    /// ```
+    pub fn cancel(&self) -> usize {
+        let list = std::mem::take(&mut self.state.handles.lock().list);
+        let mut dropped = 0;
+        let mut first_panic = None;
+        for handle in list {
+            match catch_unwind(AssertUnwindSafe(|| handle.cancel())) {
+                Ok(cancelled) => dropped += usize::from(cancelled),
+                Err(payload) => {
+                    dropped += 1;
+                    match first_panic {
+                        None => first_panic = Some(payload),
+                        Some(_) => crate::unwind::drop_payload(payload),
+                    }
+                }
+            }
+        }
+        if let Some(payload) = first_panic {
+            resume_unwind(payload);
+        }
+        dropped
+    }
+
+    /// Tasks of the group not yet finished (a snapshot).
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// group.spawn(|| ());
+    /// group.wait().unwrap();
+    /// assert_eq!(group.unfinished(), 0);
+    /// ```
+    pub fn unfinished(&self) -> usize {
+        // Relaxed: a snapshot for a reader; it orders nothing.
+        self.state.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// Shows how many of the group's tasks are unfinished.
+impl fmt::Debug for TaskGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskGroup")
+            .field("unfinished", &self.unfinished())
+            .finish_non_exhaustive()
+    }
+}

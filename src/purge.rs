@@ -1,0 +1,107 @@
+//! `Pool::purge`: drop every queued task that may be dropped, and keep the pool open.
+//!
+//! The queues are emptied through the same handles thieves use (each lane's shared queue,
+//! then every slot's deques through its stealer), so purge races the workers exactly as a
+//! thief does: a job is taken by one of them, never both. Each job taken is then either
+//!
+//! * **dropped**, when it is `DISCARDABLE` (a task of `submit`, `spawn`, a task group or the
+//!   C API): as `shutdown_now` drops it (`Job::discard_counted`: its destructor or drop
+//!   callback runs, a spawned task's handle answers `JoinError::Dropped`, a group's count
+//!   goes down), counted `Dropped`, and its capacity unit given back; or
+//! * **put back** on its lane's shared queue, when someone waits for it to run (a `join`'s
+//!   stack job, a scope's task): dropping those would leave their waiter hanging. The
+//!   put-back is followed by the wake-up of any push to a shared queue.
+//!
+//! A bundle's entry is taken apart: each job nobody claimed yet is claimed here and treated
+//! as above. Tasks already running, or taken by a worker before purge reached them, run.
+
+use crate::deque::Steal;
+use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
+use crate::metrics::counters::{LaneStat, Proto};
+use crate::registry::Registry;
+
+struct Purge<'a> {
+    reg: &'a Registry,
+    dropped: usize,
+    /// Jobs that must run, with their lane: put back once the queues are empty.
+    kept: Vec<(Job, usize)>,
+}
+
+/// Drops the queued tasks of `reg` that may be dropped; returns how many.
+pub(crate) fn purge(reg: &Registry) -> usize {
+    let mut purge = Purge {
+        reg,
+        dropped: 0,
+        kept: Vec::new(),
+    };
+    let lanes = reg.lanes.len();
+    for lane in 0..lanes {
+        purge.drain(lane, || reg.lanes[lane].injector.steal());
+    }
+    for (i, stealer) in reg.stealers.iter().enumerate() {
+        purge.drain(i % lanes, || stealer.steal());
+    }
+    purge.finish()
+}
+
+impl Purge<'_> {
+    /// Takes every job `steal` yields.
+    fn drain(&mut self, lane: usize, steal: impl Fn() -> Steal<Job>) {
+        loop {
+            match steal() {
+                Steal::Success(job) => self.take(job, lane),
+                Steal::Empty => return,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    fn take(&mut self, job: Job, lane: usize) {
+        if job.flags() & BUNDLE != 0 {
+            return self.take_bundle(job, lane);
+        }
+        if job.flags() & DISCARDABLE == 0 {
+            self.kept.push((job, lane));
+            return;
+        }
+        if job.flags() & RESERVED != 0 {
+            // As a worker does when a job starts: its unit of capacity is free again.
+            self.reg.release_pending(1);
+        }
+        if job.discard_counted() {
+            self.dropped += 1;
+        }
+    }
+
+    /// Claims what is left of a bundle (its other holders find it empty) and takes each job.
+    fn take_bundle(&mut self, entry: Job, lane: usize) {
+        let bundle = entry.into_bundle();
+        let shard = self.reg.counters.external();
+        while let Some(job) = bundle.claim() {
+            shard.lane_shared(LaneStat::Claimed, lane, 1);
+            self.take(job, lane);
+        }
+        self.reg.bundle_entry_dropped(lane, bundle);
+    }
+
+    /// Counts the dropped tasks, puts back the kept ones, and tells whoever needs to know.
+    fn finish(self) -> usize {
+        let reg = self.reg;
+        let n = self.kept.len();
+        for (job, lane) in self.kept {
+            reg.lanes[lane].injector.push(job);
+        }
+        if n > 0 {
+            // F1 and the state test, as for any push to a shared queue: a worker that looked
+            // while we held the jobs and went to sleep is woken.
+            reg.sleep.notify_new_work_n(n);
+        }
+        reg.counters
+            .external()
+            .add_shared(Proto::Dropped, self.dropped as u64);
+        // The outstanding count went down off the workers: `wait()` and a shutdown waiting
+        // for the queues to drain re-check.
+        reg.after_finish_off_worker();
+        self.dropped
+    }
+}

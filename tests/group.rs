@@ -1,0 +1,265 @@
+//! `TaskGroup`: a wait covers exactly the group's tasks, runs tasks on a waiting worker
+//! (nested fan-outs on one worker complete), reports panics, times out, cancels, and is
+//! reusable.
+
+mod common;
+
+use common::{stall_all, watchdog, Gate, Live};
+use flock::{GroupError, Pool, TaskGroup};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn count() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+#[test]
+fn wait_covers_the_groups_tasks_and_not_the_pools_others() {
+    watchdog(30, "group wait ignores other tasks", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let outsider = Gate::new();
+        let g = outsider.clone();
+        pool.submit(move || g.wait()).unwrap(); // never ends before we open it
+        let group = TaskGroup::new(&pool);
+        let ran = count();
+        for _ in 0..100 {
+            let ran = ran.clone();
+            group.spawn(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        group.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 100);
+        assert_eq!(group.unfinished(), 0);
+        outsider.open();
+        pool.wait().unwrap();
+    });
+}
+
+#[test]
+fn nested_fan_out_on_one_worker_completes() {
+    watchdog(60, "nested fan-out on one worker", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let leaves = count();
+        let outer = TaskGroup::new(&pool);
+        for _ in 0..8 {
+            let (pool2, leaves) = (pool.clone(), leaves.clone());
+            outer.spawn(move || {
+                let inner = TaskGroup::new(&pool2);
+                for _ in 0..8 {
+                    let (pool3, leaves) = (pool2.clone(), leaves.clone());
+                    inner.spawn(move || {
+                        // Three levels: the innermost wait runs tasks too.
+                        let leaf = TaskGroup::new(&pool3);
+                        for _ in 0..4 {
+                            let leaves = leaves.clone();
+                            leaf.spawn(move || {
+                                leaves.fetch_add(1, Ordering::SeqCst);
+                            });
+                        }
+                        leaf.wait().unwrap();
+                    });
+                }
+                inner.wait().unwrap();
+            });
+        }
+        outer.wait().unwrap();
+        assert_eq!(leaves.load(Ordering::SeqCst), 8 * 8 * 4);
+    });
+}
+
+#[test]
+fn a_worker_of_another_pool_waits_by_running_its_own_tasks() {
+    watchdog(30, "cross-pool group wait", || {
+        let a = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let b = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let (a2, b2) = (a.clone(), b.clone());
+        // A's only worker waits on a group of B whose task needs a task of A to run first.
+        let h = a.spawn(move || {
+            let on_b = TaskGroup::new(&b2);
+            let (tx, rx) = std::sync::mpsc::channel();
+            let a_task = a2.spawn(move || tx.send(5).unwrap());
+            on_b.spawn(move || {
+                assert_eq!(rx.recv().unwrap(), 5);
+            });
+            on_b.wait().unwrap();
+            a_task.join().unwrap();
+            7
+        });
+        assert_eq!(h.join().unwrap(), 7);
+    });
+}
+
+#[test]
+fn panics_are_reported_once_and_the_group_is_reusable() {
+    let pool = Pool::new();
+    let group = TaskGroup::new(&pool);
+    for i in 0..10 {
+        group.spawn(move || assert!(i % 3 != 0, "task {i} fails"));
+    }
+    assert_eq!(group.wait(), Err(GroupError::Panicked(4)));
+    assert_eq!(group.wait(), Ok(()));
+    let ran = count();
+    for _ in 0..3 {
+        let r = ran.clone();
+        group.spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        group.wait().unwrap();
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 3);
+    pool.wait().unwrap();
+    assert_eq!(pool.stats().panicked, 4, "the pool counts the panics too");
+}
+
+#[test]
+fn wait_timeout_times_out_then_succeeds() {
+    let pool = Pool::new();
+    let group = TaskGroup::new(&pool);
+    let gate = Gate::new();
+    let g = gate.clone();
+    group.spawn(move || g.wait());
+    assert_eq!(
+        group.wait_timeout(Duration::from_millis(20)),
+        Err(GroupError::Timeout)
+    );
+    gate.open();
+    assert_eq!(group.wait_timeout(Duration::from_secs(30)), Ok(()));
+}
+
+#[test]
+fn cancel_drops_the_unstarted_tasks_and_counts_them() {
+    watchdog(30, "group cancel", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        let gate = Gate::new();
+        let (tx, started) = std::sync::mpsc::channel();
+        let g = gate.clone();
+        group.spawn(move || {
+            tx.send(()).unwrap();
+            g.wait();
+        });
+        started.recv().unwrap();
+        let (live, ran) = (count(), count());
+        for _ in 0..10 {
+            let (l, r) = (Live::new(&live), ran.clone());
+            group.spawn(move || {
+                let _l = l;
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        assert_eq!(live.load(Ordering::SeqCst), 10);
+        assert_eq!(group.cancel(), 10);
+        assert_eq!(live.load(Ordering::SeqCst), 0, "destructors ran in cancel");
+        assert_eq!(group.unfinished(), 1, "only the running task is left");
+        gate.open();
+        group.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.dropped, s.completed), (10, 1));
+        // Reusable after a cancel.
+        let r = ran.clone();
+        group.spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        group.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn two_threads_may_wait_on_one_group_at_once() {
+    watchdog(30, "two waiters", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        let group = Arc::new(TaskGroup::new(&pool));
+        let gate = Gate::new();
+        for _ in 0..4 {
+            let g = gate.clone();
+            group.spawn(move || g.wait());
+        }
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let group = group.clone();
+                std::thread::spawn(move || group.wait())
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        gate.open();
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), Ok(()));
+        }
+    });
+}
+
+#[test]
+fn a_refused_task_is_not_part_of_the_group() {
+    let pool = Pool::new();
+    let group = TaskGroup::new(&pool);
+    pool.shutdown().unwrap();
+    let live = count();
+    let l = Live::new(&live);
+    let back = group.submit(move || drop(l)).unwrap_err();
+    assert_eq!(group.unfinished(), 0);
+    drop(back);
+    let l = Live::new(&live);
+    group.spawn(move || drop(l)); // refused and dropped
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+    assert_eq!(group.wait(), Ok(()));
+}
+
+#[test]
+fn shutdown_now_drops_a_groups_queued_tasks_and_its_wait_returns() {
+    watchdog(30, "shutdown_now with a group", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        let gate = stall_all(&pool);
+        let live = count();
+        for _ in 0..5 {
+            let l = Live::new(&live);
+            group.spawn(move || drop(l));
+        }
+        let opener = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                gate.open();
+            })
+        };
+        assert_eq!(pool.shutdown_now().unwrap(), 5);
+        group.wait().unwrap();
+        assert_eq!(live.load(Ordering::SeqCst), 0);
+        opener.join().unwrap();
+    });
+}
+
+#[test]
+fn stress_many_threads_spawning_and_waiting() {
+    watchdog(60, "group stress", || {
+        let pool = Arc::new(Pool::builder().workers(4).build().unwrap());
+        let rounds = if cfg!(miri) { 5 } else { 200 };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    let group = TaskGroup::new(&pool);
+                    let ran = count();
+                    for round in 1..=rounds {
+                        for _ in 0..16 {
+                            let r = ran.clone();
+                            group.spawn(move || {
+                                r.fetch_add(1, Ordering::SeqCst);
+                            });
+                        }
+                        group.wait().unwrap();
+                        assert_eq!(ran.load(Ordering::SeqCst), round * 16);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
