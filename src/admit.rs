@@ -133,14 +133,58 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// The future of [`Pool::submit_async`].
+/// The future of [`Pool::submit_async`]: resolves once the task is queued (or refused, with
+/// the task handed back in the error). It never blocks the thread that polls it.
+///
+/// ```
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     struct W(std::thread::Thread);
+/// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+/// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
+/// #     let mut f = std::pin::pin!(f);
+/// #     loop {
+/// #         match f.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+/// #             std::task::Poll::Ready(v) => return v,
+/// #             std::task::Poll::Pending => std::thread::park(),
+/// #         }
+/// #     }
+/// # }
+/// let pool = flock::Pool::builder().capacity(2).build()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let queued: flock::SubmitAsync<'_, _> = pool.submit_async(move || tx.send(7).unwrap());
+/// block_on(queued)?; // waits for room in the queue, never blocking an executor's thread
+/// assert_eq!(rx.recv()?, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct SubmitAsync<'a, F> {
     waiting: Waiting<'a>,
     task: Option<F>,
 }
 
-/// The future of [`Pool::spawn_async`].
+/// The future of [`Pool::spawn_async`]: resolves to the task's [`JoinHandle`](crate::JoinHandle)
+/// once the task is queued (a refused task's handle resolves to
+/// [`JoinError::Refused`](crate::JoinError::Refused)). The handle is a future too.
+///
+/// ```
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     struct W(std::thread::Thread);
+/// #     impl std::task::Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+/// #     let waker = std::task::Waker::from(std::sync::Arc::new(W(std::thread::current())));
+/// #     let mut f = std::pin::pin!(f);
+/// #     loop {
+/// #         match f.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+/// #             std::task::Poll::Ready(v) => return v,
+/// #             std::task::Poll::Pending => std::thread::park(),
+/// #         }
+/// #     }
+/// # }
+/// let pool = flock::Pool::builder().capacity(2).build()?;
+/// let admitted: flock::SpawnAsync<'_, _> = pool.spawn_async(|| 6 * 7);
+/// let handle = block_on(admitted); // queued: now await (or join) the result
+/// assert_eq!(block_on(handle)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct SpawnAsync<'a, F> {
     waiting: Waiting<'a>,

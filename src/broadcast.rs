@@ -157,7 +157,8 @@ impl Pool {
     /// "Every worker" is every worker thread the pool has when the call begins: a worker that
     /// retires meanwhile ([`resize`](Pool::resize)) runs its call before it leaves; one started
     /// meanwhile is not included. A worker runs its call between tasks, or while it waits
-    /// inside a task (`join`, `scope`): so the call waits for workers busy with long tasks, and
+    /// inside a task (`join`, `scope`), once it has run the tasks queued on its own deque
+    /// (those its tasks spawned; as rayon's): so the call waits for workers busy with long tasks, and
     /// for a worker blocked outside flock (on a channel, a lock) until it unblocks. Nothing
     /// starts while the pool is paused (it waits for [`resume`](Pool::resume)). Called from one
     /// of the pool's tasks, that worker runs its own call while it waits for the others. After

@@ -189,6 +189,16 @@ where
 }
 
 /// What [`yield_now`] did.
+///
+/// ```
+/// let pool = flock::Pool::builder().workers(1).build().unwrap();
+/// let did = pool.spawn(|| {
+///     flock::spawn(|| ()); // queued on this worker, behind us
+///     flock::yield_now()    // runs it here
+/// });
+/// assert_eq!(did.join().unwrap(), Some(flock::Yield::Executed));
+/// assert_eq!(flock::yield_now(), None); // not on a worker
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Yield {
     /// It ran a pending task.
