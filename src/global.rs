@@ -21,11 +21,12 @@
 //!   pool has no workers there. On Unix the child forgets it (a `pthread_atfork` handler,
 //!   registered when the pool is first built, empties the slot; the parent's copy is leaked,
 //!   not dropped) and builds a fresh global pool on first use, with `FLOCK_WORKERS` read
-//!   again. Fork from a thread that is not one of the pool's workers, and while the pool is
-//!   idle: as with any multi-threaded process, a lock that another thread held at the fork
-//!   (one of the futex locks a worker takes for a moment as it parks) stays held in the
-//!   child, and the child's pool could meet it. Pools you built yourself are not rebuilt:
-//!   see [`Pool`].
+//!   again. Workers sleep on futexes of their own (not in `parking_lot`'s process-wide
+//!   table, whose stale entries a child inherits), so forking while they sleep is fine. Fork
+//!   from a thread that is not one of the pool's workers, and while no other thread is inside
+//!   a flock call (a `wait()`, a blocked submit, a lock taken for a moment): as in any
+//!   multi-threaded process, what another thread held at the fork stays held in the child.
+//!   Pools you built yourself are not rebuilt: see [`Pool`].
 //!
 //! ```
 //! use flock::RejectReason;

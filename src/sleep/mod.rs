@@ -1,8 +1,9 @@
 //! Idle workers: searching, parking and waking. The protocol, with the argument for why no
 //! wake-up is lost, is in `README.md` beside this file; the two change together.
 
-use crate::sync::{fence, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
+use std::sync::PoisonError;
 
 pub(crate) mod barrier;
 
@@ -246,29 +247,45 @@ impl Sleep {
 }
 
 /// A one-token parker: `unpark` before `park` is remembered.
+///
+/// Built on std's mutex and condvar (futexes on the parker's own words on Linux), not
+/// `parking_lot`'s, whose waiters sit in a process-wide table: a process that forks while its
+/// workers sleep there leaves their entries in the child's copy of the table, and the child's
+/// new threads, whose stacks glibc hands out again at the same addresses, then link into
+/// them and loop forever (the hang `tests/fork.rs` showed, in `unpark_requeue`). Under loom,
+/// loom's.
 pub(crate) struct Parker {
-    token: Mutex<bool>,
-    cond: Condvar,
+    token: ParkMutex<bool>,
+    cond: ParkCondvar,
 }
+
+#[cfg(flock_loom)]
+use loom::sync::{Condvar as ParkCondvar, Mutex as ParkMutex};
+#[cfg(not(flock_loom))]
+use std::sync::{Condvar as ParkCondvar, Mutex as ParkMutex};
 
 impl Parker {
     pub(crate) fn new() -> Parker {
         Parker {
-            token: Mutex::new(false),
-            cond: Condvar::new(),
+            token: ParkMutex::new(false),
+            cond: ParkCondvar::new(),
         }
     }
 
     pub(crate) fn park(&self) {
-        let mut token = self.token.lock();
+        // No user code runs under this lock, so a poisoned one is as good as a clean one.
+        let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
         while !*token {
-            self.cond.wait(&mut token);
+            token = self
+                .cond
+                .wait(token)
+                .unwrap_or_else(PoisonError::into_inner);
         }
         *token = false;
     }
 
     pub(crate) fn unpark(&self) {
-        let mut token = self.token.lock();
+        let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
         *token = true;
         self.cond.notify_one();
     }
