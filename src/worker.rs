@@ -949,7 +949,9 @@ impl WorkerThread {
         if self.locals.len() > 1 {
             shard.lane_owned(LaneStat::Submitted, lane, n as u64);
         }
-        // No fence needed (see `notify_local_work`): we run our own deque before we sleep.
+        // F1 and the state test (`notify_new_work_n` fences, also for one job): a task that
+        // pushes a batch and then blocks on it needs the other workers to see the pushes
+        // (sleep/README.md, "Local pushes and the asymmetric barrier").
         reg.sleep.notify_new_work_n(n);
         n
     }
