@@ -4,7 +4,8 @@
 //! The heavy side, `before_recheck`, runs on the rare path (a worker about to park): on
 //! Linux it is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which returns only after
 //! every other running thread of the process has executed a full memory barrier. The light
-//! side, `after_local_push`, runs on every local push: with the membarrier it is only a
+//! side, `after_local_push`, runs on every local push (and every single push of a
+//! submitter onto an injector, `Sleep::notify_injected`): with the membarrier it is only a
 //! compiler fence. Where the membarrier is unavailable (another OS, an old kernel, a seccomp
 //! filter, Miri, loom) the light side becomes a SeqCst fence, the classic symmetric pairing.
 

@@ -186,6 +186,17 @@ impl Sleep {
         }
     }
 
+    /// After a submitter pushed one job onto an injector, in a pool without a lane reserve:
+    /// the light side of the asymmetric barrier, as after a local push. A parking worker's
+    /// membarrier orders every thread of the process, not only the workers, and its re-check
+    /// reads the injectors as it reads the deques, so the argument of README.md's "Local
+    /// pushes and the asymmetric barrier" holds for any pusher: F1 is paid only when
+    /// someone sleeps.
+    #[inline]
+    pub(crate) fn notify_injected(&self) {
+        self.notify_local_work();
+    }
+
     #[cold]
     fn notify_local_work_cold(&self) {
         // F1 (`notify_new_work`): someone sleeps, so a searcher may hold the promise for
