@@ -171,6 +171,7 @@
 mod admit;
 mod broadcast;
 mod builder;
+mod clock;
 mod current;
 mod deque;
 mod error;

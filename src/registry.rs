@@ -4,6 +4,7 @@
 use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
 use crate::builder::{Backpressure, Config};
+use crate::clock::Clock;
 use crate::deque::{Injector, Stealer, Worker as Deque};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{Counters, LaneStat, Proto, Shard, Stat};
@@ -181,6 +182,8 @@ pub(crate) struct Registry {
     helpers_live: AtomicUsize,
     dropped_by_shutdown: AtomicU64,
     pub(crate) started_at: Instant,
+    /// The clock of latency stamps and lane charging (`now_ns`).
+    pub(crate) clock: Clock,
 }
 
 impl Registry {
@@ -189,6 +192,8 @@ impl Registry {
         // Before any worker of this pool starts (see `barrier::MODE`).
         crate::sleep::barrier::init();
         let slots = cfg.max_workers;
+        // Only pools that read the clock per task pay for measuring the counter's rate.
+        let clock = Clock::new(cfg.track_latency || cfg.lanes.len() > 1);
         // From `max_workers`, not the starting count: held-back units may overstate the queue
         // by `flush_threshold × workers`, which must stay small at any size (`resize`).
         let per_worker = cfg.capacity / (32 * cfg.max_workers);
@@ -258,6 +263,7 @@ impl Registry {
             helpers_live: AtomicUsize::new(0),
             dropped_by_shutdown: AtomicU64::new(0),
             started_at: Instant::now(),
+            clock,
         }
     }
 
@@ -728,8 +734,9 @@ impl Registry {
     }
 
     /// Nanoseconds since the pool started: the clock of latency stamps.
+    #[inline]
     pub(crate) fn now_ns(&self) -> u64 {
-        self.started_at.elapsed().as_nanos() as u64
+        self.clock.now_ns()
     }
 
     #[cold]

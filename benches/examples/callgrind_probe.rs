@@ -10,7 +10,7 @@
 //! ```text
 //! callgrind_probe join  flock|rayon   N   # fib(N) through join: F(N+1) - 1 joins
 //! callgrind_probe spawn flock|rayon   D   # a binary tree of scope spawns: 2^(D+1) - 2 tasks
-//! callgrind_probe submit flock|rayon|channel N   # N empty tasks from an outside thread, then wait
+//! callgrind_probe submit flock|flock-latency|rayon|channel N   # N empty tasks from an outside thread, then wait
 //! ```
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,6 +53,13 @@ fn flock_pool() -> Arc<flock::Pool> {
     Arc::new(flock::Pool::builder().workers(1).build().expect("pool"))
 }
 
+/// The same pool with `track_latency(true)`: what the queue-wait and run-time histograms
+/// cost per task.
+fn flock_latency_pool() -> Arc<flock::Pool> {
+    let pool = flock::Pool::builder().workers(1).track_latency(true);
+    Arc::new(pool.build().expect("pool"))
+}
+
 fn rayon_pool() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -81,8 +88,7 @@ fn submit_channel(n: usize) -> u64 {
     hits.load(Ordering::Relaxed)
 }
 
-fn submit_flock(n: usize) -> u64 {
-    let pool = flock_pool();
+fn submit_flock(pool: Arc<flock::Pool>, n: usize) -> u64 {
     let hits = Arc::new(AtomicU64::new(0));
     for _ in 0..n {
         let h = hits.clone();
@@ -118,7 +124,7 @@ fn submit_rayon(n: usize) -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [op, pool, size] = &args[..] else {
-        panic!("usage: callgrind_probe join|spawn|submit flock|rayon|channel SIZE");
+        panic!("usage: callgrind_probe join|spawn|submit flock|flock-latency|rayon|channel SIZE");
     };
     let size: u32 = size.parse().expect("a number");
     let result = match (op.as_str(), pool.as_str()) {
@@ -144,7 +150,8 @@ fn main() {
             rayon::scope(|s| tree_rayon(s, size, &leaves));
             leaves.into_inner()
         }),
-        ("submit", "flock") => submit_flock(size as usize),
+        ("submit", "flock") => submit_flock(flock_pool(), size as usize),
+        ("submit", "flock-latency") => submit_flock(flock_latency_pool(), size as usize),
         ("submit", "rayon") => submit_rayon(size as usize),
         ("submit", "channel") => submit_channel(size as usize),
         _ => panic!("unknown op/pool {op} {pool}"),
