@@ -478,6 +478,7 @@ impl Pool {
     /// let pool = flock::Pool::new();
     /// assert_eq!(fib(&pool, 20), 6765);
     /// ```
+    #[inline]
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce() -> RA + Send,
