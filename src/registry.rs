@@ -1,51 +1,44 @@
 //! State shared by the pool handle and its workers: the queues, the sleep protocol, the
-//! counters, admission (capacity and backpressure) and the shutdown handshake.
+//! counters, the control word (workers wanted, pause) and the shutdown handshake.
+//!
+//! A task's path from submit to run, one file per stage:
+//! 1. admission (`registry/admission.rs`): the shutdown check, capacity and backpressure;
+//!    async submitters wait for room in `src/admit.rs`;
+//! 2. dispatch (`registry/dispatch.rs`): where an admitted task goes (its lane's shared
+//!    queue, one by one or as bundles; the caller; a helper thread). A task submitted from
+//!    inside the pool goes onto the worker's own deque instead (`worker/submit.rs`);
+//! 3. the worker loop (`worker.rs`), which finds work (`worker/find.rs`);
+//! 4. execute (`worker/execute.rs`); the registry's side of a task's end is here (panics
+//!    reported, `wait()`ers told), as are worker slots and their threads (resize, retire,
+//!    join).
+//!
+//! Beside the path: a worker waiting inside a task (`worker/wait.rs`).
 
 use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
-use crate::builder::{Backpressure, Config};
+use crate::builder::Config;
 use crate::deque::{Injector, Stealer, Worker as Deque};
-use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
-use crate::metrics::counters::{Counters, LaneStat, Proto, Shard, Stat};
+use crate::job::Job;
+use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
 use crate::sleep::Sleep;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{
-    facade_thread_local, fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering,
-};
+use crate::sync::{fence, Arc, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::unwind::{call_guarded, drop_payload, payload_message, TaskPanic};
-use crate::{RejectReason, ResizeError};
+use crate::ResizeError;
 use crossbeam_utils::CachePadded;
-use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-facade_thread_local! {
-    /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): for each such task,
-    /// the innermost last, its pool's registry address and its lane. What a task submits
-    /// without naming a lane inherits the lane, as on a worker, and waiting for any pool
-    /// listed would wait for a task of our own. A stack, not one entry: a task run here may
-    /// submit to another pool that runs that task here too (`CallerRuns` in both), and
-    /// inside it both pools are ours.
-    static OFF_WORKER: RefCell<Vec<(usize, usize)>> = RefCell::new(Vec::new());
-}
+mod admission;
+mod dispatch;
+
+pub(crate) use self::admission::{Admission, Route};
 
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
 const NOW: u8 = 2;
-
-/// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
-/// bundle costs a buffer and a shared handle). Two under loom, so the
-/// models cover bundles.
-const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
-/// The most jobs in one bundle: a worker that takes one up runs them before anything else
-/// of its own (`WorkerThread::claim_current`), so this bounds how long a task spawned from
-/// one of them waits behind its siblings on that worker (thieves take either meanwhile).
-const MAX_BUNDLE: usize = 128;
-/// Bundle buffers kept for reuse (`Registry::recycle_buffer`), 5 KiB each.
-const SPARE_BUNDLES: usize = 32;
 
 /// The `control` word: the number of workers wanted, shifted left by one, and `PAUSED`.
 const PAUSED: usize = 1;
@@ -91,43 +84,6 @@ impl Slots {
             .iter()
             .rposition(|s| *s != SlotState::Idle)
             .map_or(0, |i| i + 1)
-    }
-}
-
-/// Where an admitted task goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// Onto the injector; `reserved` when it holds a unit of `pending`.
-    Queue { reserved: bool },
-    /// Run on the submitting thread (`Backpressure::CallerRuns`).
-    Caller,
-    /// Run on a new helper thread (`Backpressure::SpawnThread`); a helper slot is held.
-    Helper,
-}
-
-/// How admission treats a full queue, and a closed pool.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Admission {
-    /// Capacity applies; a full queue is handled by this policy. A refused task goes back
-    /// to the submitter and is counted refused.
-    Bounded(Backpressure),
-    /// A scope's task: capacity applies, with `CallerRuns`. After shutdown the scope runs
-    /// the task on its caller instead (so that the scope completes): not a refusal, and
-    /// not a task of the pool either, so no counter counts it.
-    Scoped,
-    /// Capacity does not apply (`join` from outside, whose caller blocks on it anyway).
-    /// After shutdown the caller runs the job itself, counted nowhere, as for `Scoped`.
-    Unbounded,
-}
-
-impl Admission {
-    /// The policy for a full queue; `None` when capacity does not apply.
-    fn policy(self) -> Option<Backpressure> {
-        match self {
-            Admission::Bounded(policy) => Some(policy),
-            Admission::Scoped => Some(Backpressure::CallerRuns),
-            Admission::Unbounded => None,
-        }
     }
 }
 
@@ -261,525 +217,156 @@ impl Registry {
         }
     }
 
-    // ----- admission -------------------------------------------------------------------
-
-    /// Admits one task from a thread outside the pool: enters it, checks shutdown, reserves
-    /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
-    pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
-        if !shard.enter_shared() {
-            return Err(self.refuse_closed(shard, admission, 1));
-        }
-        let Some(policy) = admission.policy() else {
-            return Ok(Route::Queue { reserved: false });
-        };
-        if self.cfg.capacity == usize::MAX {
-            return Ok(Route::Queue { reserved: false });
-        }
-        if self.try_reserve(Ordering::Relaxed) {
-            return Ok(Route::Queue { reserved: true });
-        }
-        self.when_full(shard, policy)
-    }
-
-    /// Admission for an async submitter (`src/admit.rs`): as `admit` under a policy that
-    /// waits, but never waiting here. `Ok(None)` when the queue is full: nothing was entered
-    /// or counted, and the caller registers for room and tries again.
-    pub(crate) fn try_admit_async(&self, shard: &Shard) -> Result<Option<Route>, RejectReason> {
-        let reserved = self.cfg.capacity != usize::MAX;
-        // SeqCst: this is the re-check of sleep/README.md's "Backpressure" handshake (the
-        // caller registered its waker before), paired with `release_pending`'s RMW + load.
-        if reserved && !self.try_reserve(Ordering::SeqCst) {
-            // Shutdown wakes the room wakers after raising the flag: a waiter that
-            // registered before that lock is woken, one after it sees the flag here.
-            if self.is_shutdown() {
-                self.count_refused(RejectReason::Shutdown, 1);
-                return Err(RejectReason::Shutdown);
-            }
-            return Ok(None);
-        }
-        if !shard.enter_shared() {
-            if reserved {
-                self.release_pending(1);
-            }
-            return Err(self.revoke(shard, RejectReason::Shutdown));
-        }
-        Ok(Some(Route::Queue { reserved }))
-    }
-
-    /// One unit of `pending`, if below capacity. Relaxed on the fast path: a failed attempt
-    /// is re-made behind the `blocked` handshake (`block_for_room`) before anyone sleeps.
-    fn try_reserve(&self, order: Ordering) -> bool {
-        if self.pending.fetch_add(1, order) < self.cfg.capacity {
-            true
-        } else {
-            self.pending.fetch_sub(1, Ordering::Relaxed);
-            false
-        }
-    }
-
-    #[cold]
-    fn when_full(&self, shard: &Shard, policy: Backpressure) -> Result<Route, RejectReason> {
-        match policy {
-            Backpressure::Reject => Err(self.revoke(shard, RejectReason::Full)),
-            Backpressure::CallerRuns => Ok(Route::Caller),
-            Backpressure::SpawnThread if self.try_take_helper_slot() => Ok(Route::Helper),
-            Backpressure::SpawnThread | Backpressure::Block => self.block_for_room(shard),
-        }
-    }
-
-    fn try_take_helper_slot(&self) -> bool {
-        let max = self.cfg.max_spawned_threads;
-        let mut n = self.helpers_live.load(Ordering::Relaxed);
-        while n < max {
-            match self.helpers_live.compare_exchange_weak(
-                n,
-                n + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => n = now,
-            }
-        }
-        false
-    }
-
-    /// Parks the submitter until a unit of capacity frees up, the pool shuts down, or the
-    /// block timeout passes.
-    #[cold]
-    fn block_for_room(&self, shard: &Shard) -> Result<Route, RejectReason> {
-        let deadline = self.cfg.block_timeout.map(|d| Instant::now() + d);
-        // SeqCst: pairs with the SeqCst `pending` RMW + `blocked` load in `release_pending`.
-        self.blocked.fetch_add(1, Ordering::SeqCst);
-        let mut guard = self.room_lock.lock();
-        let mut timed_out = false;
-        let result = loop {
-            // Read under `room_lock`: `begin_shutdown` raises the flag before it takes
-            // `room_lock` to notify, so we either see it here or are waiting when it notifies.
-            if self.shutdown.load(Ordering::SeqCst) != RUNNING {
-                break Err(RejectReason::Shutdown);
-            }
-            if self.try_reserve(Ordering::SeqCst) {
-                break Ok(Route::Queue { reserved: true });
-            }
-            if timed_out {
-                break Err(RejectReason::Timeout);
-            }
-            timed_out = !self.room_cond.wait_until(&mut guard, deadline);
-        };
-        drop(guard);
-        self.blocked.fetch_sub(1, Ordering::Relaxed);
-        result.map_err(|reason| self.revoke(shard, reason))
-    }
-
-    /// Takes back `n` entries that were not refused, only not needed (a broadcast that found
-    /// the pool shut down): no refusal is counted.
-    #[cold]
-    pub(crate) fn revoke_entries(&self, shard: &Shard, n: u64) {
-        shard.add_shared(Proto::Revoked, n);
-        self.after_finish_off_worker();
-    }
-
-    /// Takes back an entry the pool will not run. Returns `reason` for convenience.
-    #[cold]
-    fn revoke(&self, shard: &Shard, reason: RejectReason) -> RejectReason {
-        self.revoke_n(shard, reason, 1)
-    }
-
-    /// Takes back `n` entries refused because the pool is closed. Counted refused only when
-    /// they go back to the submitter: a scope's or a `join`'s caller runs them itself.
-    #[cold]
-    fn refuse_closed(&self, shard: &Shard, admission: Admission, n: u64) -> RejectReason {
-        if let Admission::Bounded(_) = admission {
-            return self.revoke_n(shard, RejectReason::Shutdown, n);
-        }
-        shard.add_shared(Proto::Revoked, n);
-        self.after_finish_off_worker();
-        RejectReason::Shutdown
-    }
-
-    /// Takes back `n` entries the pool will not run.
-    #[cold]
-    fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
-        shard.add_shared(Proto::Revoked, n);
-        Registry::count_refused_on(shard, reason, n);
-        self.after_finish_off_worker();
-        reason
-    }
-
-    /// Counts `n` tasks refused for `reason` that were never entered (the tail of a batch
-    /// handed back with its refused head).
-    #[cold]
-    pub(crate) fn count_refused(&self, reason: RejectReason, n: u64) {
-        Registry::count_refused_on(self.counters.external(), reason, n);
-    }
-
-    fn count_refused_on(shard: &Shard, reason: RejectReason, n: u64) {
-        let stat = match reason {
-            RejectReason::Full => Stat::RejectedFull,
-            RejectReason::Timeout => Stat::RejectedTimeout,
-            RejectReason::Shutdown => Stat::RejectedShutdown,
-            // Refused before anything is entered (`Pool::submit_to`), counted from there.
-            RejectReason::UnknownLane => Stat::RejectedUnknownLane,
-        };
-        shard.stat_shared(stat, n);
-    }
-
-    /// Admits up to `batch.len()` tasks from outside at once: one entry and one capacity
-    /// reservation for as many as fit, then the policy task by task for the rest. Each
-    /// admitted task is made into a job by `make` and queued on `lane` (or run as its route
-    /// says); one wake-up call covers all queued. Returns how many were admitted; on a
-    /// refusal, `batch` keeps the refused task and those after it, unrun.
-    pub(crate) fn admit_batch<T>(
-        this: &Arc<Registry>,
-        lane: usize,
-        admission: Admission,
-        batch: &mut Vec<T>,
-        mut make: impl FnMut(T) -> Job,
-    ) -> Result<usize, RejectReason> {
-        let k = batch.len();
-        if k == 0 {
-            return Ok(0);
-        }
-        let shard = this.counters.external();
-        if !shard.enter_shared_n(k as u64) {
-            return Err(this.refuse_closed(shard, admission, k as u64));
-        }
-        let policy = admission
-            .policy()
-            .expect("flock: a batch from outside is bounded");
-        let reserved = this.try_reserve_up_to(k);
-        // Counted before any is queued, as `dispatch` does: a reader that sees a task end
-        // sees its acceptance.
-        if reserved > 0 {
-            shard.stat_shared(Stat::Submitted, reserved as u64);
-            this.count_lane_submitted(shard, lane, reserved as u64);
-        }
-        let stamp = this.latency.as_ref().map(|_| this.now_ns());
-        let mut items = std::mem::take(batch).into_iter();
-        // Admitted for the queue, not pushed yet: pushed as one bundle (`queue_jobs`) when
-        // `MAX_BUNDLE` are in, before anything can block, and at the end.
-        let mut queued = Vec::new();
-        let mut admitted = 0;
-        let mut refused = None;
-        for (i, item) in items.by_ref().enumerate() {
-            let route = if i < reserved {
-                Route::Queue {
-                    reserved: this.cfg.capacity != usize::MAX,
-                }
-            } else {
-                // Past what fitted: one at a time, as `admit` does (the entry is made).
-                let route = if this.try_reserve(Ordering::Relaxed) {
-                    Ok(Route::Queue { reserved: true })
-                } else {
-                    // Whatever is admitted so far may be what frees the room: queue it and
-                    // wake for it before blocking.
-                    this.queue_jobs(lane, &mut queued);
-                    this.when_full(shard, policy)
-                };
-                match route {
-                    Ok(route) => {
-                        shard.stat_shared(Stat::Submitted, 1);
-                        this.count_lane_submitted(shard, lane, 1);
-                        route
-                    }
-                    Err(reason) => {
-                        refused = Some((reason, item));
-                        break;
-                    }
-                }
-            };
-            let mut job = make(item);
-            if let Some(t) = stamp {
-                job.stamp(t);
-            }
-            admitted += 1;
-            if let Route::Queue { reserved } = route {
-                job.add_flags(if reserved {
-                    INJECTED | RESERVED
-                } else {
-                    INJECTED
-                });
-                if queued.capacity() == 0 {
-                    queued = this.bundle_buffer();
-                }
-                queued.push(job);
-                if queued.len() == MAX_BUNDLE {
-                    this.queue_jobs(lane, &mut queued);
-                }
-            } else {
-                this.queue_jobs(lane, &mut queued);
-                Registry::dispatch_counted(this, shard, route, job, lane);
-            }
-        }
-        this.queue_jobs(lane, &mut queued);
-        // Left with a spare buffer when the last jobs were too few for a bundle.
-        this.recycle_buffer(queued);
-        match refused {
-            None => Ok(admitted),
-            Some((reason, item)) => {
-                // `when_full` revoked the refused task's own entry; revoke the rest.
-                let rest = (k - admitted - 1) as u64;
-                if rest > 0 {
-                    this.revoke_n(shard, reason, rest);
-                }
-                batch.push(item);
-                batch.extend(items);
-                Err(reason)
-            }
-        }
-    }
-
-    /// Queues admitted jobs on `lane`'s shared queue and wakes workers for them. From
-    /// `MIN_BUNDLE` jobs on they go as one bundle (one push instead of one per job, the
-    /// submitter's main cost in a batch); the worker that takes it up claims the jobs one by
-    /// one and keeps its entry on its own deque meanwhile, where the others steal it and
-    /// claim from it too (`WorkerThread::take_up`). Leaves `jobs` empty (its buffer gone
-    /// with the bundle).
-    fn queue_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
-        let n = jobs.len();
-        if n == 0 {
-            return;
-        }
-        let queue = &self.lanes[lane];
-        if n < MIN_BUNDLE {
-            for job in jobs.drain(..) {
-                queue.injector.push(job);
-            }
-        } else {
-            queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
-            queue.injector.push(Job::bundle(std::mem::take(jobs)));
-        }
-        // Wake for all `n`, not for the one bundle: the workers woken besides the one that
-        // takes it up search (spin), steal its entry from that one's deque and claim from it.
-        self.sleep.notify_new_work_n(n);
-        if let Some(reserve) = &self.reserve {
-            reserve.notify(self, lane);
-        }
-    }
-
-    /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
-    /// back after a bundle was emptied, or a new one.
-    fn bundle_buffer(&self) -> Vec<Job> {
-        if !cfg!(flock_loom) {
-            if let Some(buffer) = self.spare_bundles.lock().pop() {
-                return buffer;
-            }
-        }
-        Vec::with_capacity(MAX_BUNDLE)
-    }
-
-    /// Lets go of a handle on a bundle; the last one keeps the bundle's buffer for the next
-    /// batch. Reusing them keeps a batch off the allocator, whose lock the submitter
-    /// (allocating) and the workers (freeing) otherwise contend for.
-    pub(crate) fn release_bundle(&self, bundle: Arc<Bundle>) {
-        #[cfg(not(flock_loom))]
-        if let Some(bundle) = Arc::into_inner(bundle) {
-            self.recycle_buffer(bundle.into_buffer());
-        }
-        #[cfg(flock_loom)]
-        drop(bundle);
-    }
-
-    /// A bundle's queue entry taken from a queue and not put back: the bundle is empty, or
-    /// its last job was just claimed (see `LaneQueue::bundled`).
-    pub(crate) fn bundle_entry_dropped(&self, lane: usize, bundle: Arc<Bundle>) {
-        self.lanes[lane].bundled.fetch_add(1, Ordering::Relaxed);
-        self.release_bundle(bundle);
-    }
-
-    /// Keeps an emptied bundle buffer for the next batch.
-    fn recycle_buffer(&self, buffer: Vec<Job>) {
-        debug_assert!(buffer.is_empty());
-        if cfg!(flock_loom) || buffer.capacity() != MAX_BUNDLE {
-            return;
-        }
-        let mut spare = self.spare_bundles.lock();
-        if spare.len() < SPARE_BUNDLES {
-            spare.push(buffer);
-        }
-    }
-
-    /// Up to `k` units of `pending`, as many as fit below capacity.
-    fn try_reserve_up_to(&self, k: usize) -> usize {
-        if self.cfg.capacity == usize::MAX {
-            return k;
-        }
-        let mut now = self.pending.load(Ordering::Relaxed);
-        loop {
-            let take = k.min(self.cfg.capacity.saturating_sub(now));
-            if take == 0 {
-                return 0;
-            }
-            match self.pending.compare_exchange_weak(
-                now,
-                now + take,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return take,
-                Err(seen) => now = seen,
-            }
-        }
-    }
-
-    fn count_lane_submitted(&self, shard: &Shard, lane: usize, n: u64) {
-        if self.lanes.len() > 1 {
-            shard.lane_shared(LaneStat::Submitted, lane, n);
-        }
-    }
-
-    /// Sends an admitted job where its route says, on `lane`.
-    pub(crate) fn dispatch(
-        this: &Arc<Registry>,
-        shard: &Shard,
-        route: Route,
-        mut job: Job,
-        lane: usize,
-    ) {
-        shard.stat_shared(Stat::Submitted, 1);
-        this.count_lane_submitted(shard, lane, 1);
-        if this.latency.is_some() {
-            job.stamp(this.now_ns());
-        }
-        Registry::dispatch_counted(this, shard, route, job, lane);
-    }
-
-    fn dispatch_counted(
-        this: &Arc<Registry>,
-        shard: &Shard,
-        route: Route,
-        mut job: Job,
-        lane: usize,
-    ) {
-        match route {
-            Route::Queue { reserved } => {
-                job.add_flags(if reserved {
-                    INJECTED | RESERVED
-                } else {
-                    INJECTED
-                });
-                this.lanes[lane].injector.push(job);
-                this.sleep.notify_new_work();
-                if let Some(reserve) = &this.reserve {
-                    reserve.notify(this, lane);
-                }
-            }
-            Route::Caller => {
-                shard.stat_shared(Stat::CallerRuns, 1);
-                this.run_off_worker(shard, job, lane);
-            }
-            Route::Helper => Registry::run_on_helper(this, shard, job, lane),
-        }
-    }
-
-    /// The lane of a task submitted from a thread that is not one of our workers, when the
-    /// caller named `lane` (or not): the lane of the innermost task this thread runs for us
-    /// off the workers, if any, else the first.
-    pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
-        lane.unwrap_or_else(|| {
-            let id = ptr_id(self);
-            OFF_WORKER
-                .with(|stack| {
-                    let stack = stack.borrow();
-                    stack.iter().rev().find(|&&(r, _)| r == id).map(|&(_, l)| l)
-                })
-                .unwrap_or(0)
-        })
-    }
-
-    /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
-    pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job, lane: usize) {
-        let timing = self
-            .latency
-            .as_ref()
-            .map(|l| (l, job.queued_at_ns(), self.now_ns()));
-        let counted = job.flags() & COUNTED != 0;
-        OFF_WORKER.with(|stack| stack.borrow_mut().push((ptr_id(self), lane)));
-        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
-        OFF_WORKER.with(|stack| stack.borrow_mut().pop());
-        let end = match result {
-            Ok(Outcome::Done) => Proto::Completed,
-            Ok(Outcome::Panicked) => Proto::Panicked,
-            Ok(Outcome::Skipped) => return,
-            Err(payload) => {
-                self.report_panic(None, payload);
-                Proto::Panicked
-            }
-        };
-        // Every job admitted from outside is counted; the lane reserve may also take up an
-        // uncounted one a worker's queue handed back (as a worker counts only `COUNTED`).
-        if counted {
-            if let Some((latency, queued, start)) = timing {
-                let shard = latency.external();
-                shard.wait.record_shared(start.saturating_sub(queued));
-                shard.run.record_shared(self.now_ns().saturating_sub(start));
-            }
-            if self.lanes.len() > 1 {
-                shard.lane_shared(LaneStat::Executed, lane, 1);
-            }
-            shard.add_shared(end, 1);
-        }
-        self.after_finish_off_worker();
-    }
-
     /// Nanoseconds since the pool started: the clock of latency stamps.
     pub(crate) fn now_ns(&self) -> u64 {
         self.started_at.elapsed().as_nanos() as u64
     }
 
-    #[cold]
-    fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job, lane: usize) {
-        shard.stat_shared(Stat::SpawnedThread, 1);
-        let slot = std::sync::Arc::new(Mutex::new(Some(job)));
-        let theirs = slot.clone();
-        let registry = this.clone();
-        let spawned = thread::spawn("flock-helper".into(), None, move || {
-            if let Some(job) = theirs.lock().take() {
-                registry.run_off_worker(registry.counters.external(), job, lane);
+    // ----- workers wanted, pause ----------------------------------------------------------
+
+    /// The control word (workers wanted `<< 1`, `PAUSED`). Relaxed: a worker that reads a
+    /// stale value acts on it one task later; what must not be missed across parking is
+    /// ordered by the `sleepers` lock (see `resize` and `set_paused`).
+    pub(crate) fn control(&self) -> usize {
+        self.control.load(Ordering::Relaxed)
+    }
+
+    /// Whether worker `index` is beyond the number wanted, by a control word.
+    pub(crate) fn retiring(control: usize, index: usize) -> bool {
+        index >= control >> 1
+    }
+
+    pub(crate) fn paused(control: usize) -> bool {
+        control & PAUSED != 0
+    }
+
+    pub(crate) fn is_paused(&self) -> bool {
+        Registry::paused(self.control.load(Ordering::SeqCst))
+    }
+
+    /// Pauses or resumes. Resuming wakes every parked worker; pausing wakes `wait()`ers so
+    /// they can report [`WaitError::Paused`](crate::WaitError::Paused).
+    pub(crate) fn set_paused(&self, on: bool) {
+        if on {
+            // Under `slots`, as `begin_shutdown` clears the bit: a closing pool drains, so a
+            // pause after the shutdown began is ignored (it would leave the drain parked).
+            let slots = self.slots.lock();
+            if self.is_shutdown() {
+                return;
             }
-            registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
-        });
-        match spawned {
-            Ok(handle) => {
-                let mut helpers = this.helpers.lock();
-                helpers.retain(|h| !thread::is_finished(h));
-                helpers.push(handle);
-            }
-            Err(_) => {
-                // The OS refused a thread: run the task here rather than lose it.
-                this.helpers_live.fetch_sub(1, Ordering::AcqRel);
-                if let Some(job) = slot.lock().take() {
-                    this.run_off_worker(shard, job, lane);
+            // SeqCst, then the locks: a worker that parks after taking the `sleepers` lock,
+            // and a waiter that checks under `wait_lock`, see the bit.
+            self.control.fetch_or(PAUSED, Ordering::SeqCst);
+            drop(slots);
+            self.notify_waiters();
+        } else {
+            self.control.fetch_and(!PAUSED, Ordering::SeqCst);
+            // Every parked worker re-checks: the store comes before `wake_all` takes the
+            // `sleepers` lock, so a worker that announces itself after that sees it (its
+            // re-check follows its own acquire of the lock) and one that announced before is
+            // woken.
+            self.sleep.wake_all();
+            if let Some(reserve) = &self.reserve {
+                // F1 for the reserve (sleep/README.md, "The lane reserve"): it either sees the
+                // bit cleared in its look before sleeping, or we see it asleep here.
+                fence(Ordering::SeqCst);
+                for lane in 0..self.lanes.len() {
+                    if !self.lanes[lane].injector.is_empty() {
+                        reserve.notify(self, lane);
+                    }
                 }
             }
         }
     }
 
-    /// Gives back `n` units of `pending`, and wakes blocked submitters if this took the queue
-    /// from full to not full.
-    ///
-    /// Only that crossing can matter: a blocked submitter saw `pending >= capacity` in its
-    /// re-check, and `pending` only falls below capacity again through a release whose
-    /// previous value was at or above it (a failed `try_reserve` undoes only an add that
-    /// found the queue full). Waking on every release instead made 100 blocked submitters
-    /// thrash on `room_lock` once per task (the 100u-10Kt benchmark: 8× slower).
-    pub(crate) fn release_pending(&self, n: usize) {
-        // SeqCst RMW then SeqCst load: pairs with `block_for_room`'s `blocked` increment and
-        // its re-check of `pending` (RMWs on `pending` are totally ordered; the one that reads
-        // the other's value synchronises with it).
-        let prev = self.pending.fetch_sub(n, Ordering::SeqCst);
-        if prev >= self.cfg.capacity {
-            if self.blocked.load(Ordering::SeqCst) > 0 {
-                let _guard = self.room_lock.lock();
-                self.room_cond.notify_all();
+    /// The number of workers wanted.
+    pub(crate) fn workers(&self) -> usize {
+        self.control() >> 1
+    }
+
+    fn set_target(&self, n: usize) {
+        let mut now = self.control.load(Ordering::Relaxed);
+        loop {
+            let next = (n << 1) | (now & PAUSED);
+            // SeqCst: see `set_paused`; retiring workers are woken by `wake_all` after this.
+            match self
+                .control
+                .compare_exchange_weak(now, next, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(seen) => now = seen,
             }
-            self.room_wakers.wake_all();
         }
     }
 
-    // ----- ends of tasks ---------------------------------------------------------------
+    // ----- shutdown --------------------------------------------------------------------
 
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed) != RUNNING
+    }
+
+    /// Whether queued discardable tasks are to be dropped rather than run.
+    pub(crate) fn is_stopping_now(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed) == NOW
+    }
+
+    /// Whether a worker with nothing to do may exit: shutdown asked and nothing outstanding.
+    pub(crate) fn may_exit(&self) -> bool {
+        // Pairs with the store in `begin_shutdown` (Acquire would do): having seen the flag we
+        // see the close before it, so `outstanding` counts every entry made before the close.
+        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.counters.outstanding() == 0
+    }
+
+    pub(crate) fn begin_shutdown(&self, now: bool) {
+        // Under `slots`: a concurrent `resize` either started its threads before (they are
+        // counted in `live`, and shutdown waits for them) or sees the flag and starts none.
+        let slots = self.slots.lock();
+        // First close the external shards (the handshake with `admit`, see
+        // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
+        // after this SeqCst store) sees every entry made before the close.
+        self.counters.close_external();
+        // Only ever raised (RUNNING < GRACEFUL < NOW): a graceful call after `shutdown_now`
+        // changes nothing.
+        let target = if now { NOW } else { GRACEFUL };
+        let mut current = self.shutdown.load(Ordering::SeqCst);
+        while current < target {
+            match self.shutdown.compare_exchange(
+                current,
+                target,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
+        // A closing pool drains: a graceful shutdown of a paused pool runs its queue.
+        self.control.fetch_and(!PAUSED, Ordering::SeqCst);
+        // Wakes a `resize` waiting for a retiring slot, so it sees the flag.
+        self.slot_cond.notify_all();
+        drop(slots);
+        {
+            let _guard = self.room_lock.lock();
+            self.room_cond.notify_all();
+        }
+        self.room_wakers.wake_all();
+        self.notify_waiters();
+        self.sleep.wake_all();
+        if let Some(reserve) = &self.reserve {
+            reserve.unpark();
+        }
+    }
+
+    pub(crate) fn note_dropped_by_shutdown(&self) {
+        self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn dropped_by_shutdown(&self) -> u64 {
+        self.dropped_by_shutdown.load(Ordering::Relaxed)
+    }
+}
+
+impl Registry {
     pub(crate) fn report_panic(
         &self,
         worker: Option<usize>,
@@ -885,69 +472,17 @@ impl Registry {
         self.lanes.iter().any(|l| !l.injector.is_empty())
             || self.stealers.iter().any(|s| !s.is_empty())
     }
+}
 
-    // ----- workers wanted, pause ----------------------------------------------------------
+/// How `wait_quiescent` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    Done,
+    TimedOut,
+    Paused,
+}
 
-    /// The control word (workers wanted `<< 1`, `PAUSED`). Relaxed: a worker that reads a
-    /// stale value acts on it one task later; what must not be missed across parking is
-    /// ordered by the `sleepers` lock (see `resize` and `set_paused`).
-    pub(crate) fn control(&self) -> usize {
-        self.control.load(Ordering::Relaxed)
-    }
-
-    /// Whether worker `index` is beyond the number wanted, by a control word.
-    pub(crate) fn retiring(control: usize, index: usize) -> bool {
-        index >= control >> 1
-    }
-
-    pub(crate) fn paused(control: usize) -> bool {
-        control & PAUSED != 0
-    }
-
-    pub(crate) fn is_paused(&self) -> bool {
-        Registry::paused(self.control.load(Ordering::SeqCst))
-    }
-
-    /// Pauses or resumes. Resuming wakes every parked worker; pausing wakes `wait()`ers so
-    /// they can report [`WaitError::Paused`](crate::WaitError::Paused).
-    pub(crate) fn set_paused(&self, on: bool) {
-        if on {
-            // Under `slots`, as `begin_shutdown` clears the bit: a closing pool drains, so a
-            // pause after the shutdown began is ignored (it would leave the drain parked).
-            let slots = self.slots.lock();
-            if self.is_shutdown() {
-                return;
-            }
-            // SeqCst, then the locks: a worker that parks after taking the `sleepers` lock,
-            // and a waiter that checks under `wait_lock`, see the bit.
-            self.control.fetch_or(PAUSED, Ordering::SeqCst);
-            drop(slots);
-            self.notify_waiters();
-        } else {
-            self.control.fetch_and(!PAUSED, Ordering::SeqCst);
-            // Every parked worker re-checks: the store comes before `wake_all` takes the
-            // `sleepers` lock, so a worker that announces itself after that sees it (its
-            // re-check follows its own acquire of the lock) and one that announced before is
-            // woken.
-            self.sleep.wake_all();
-            if let Some(reserve) = &self.reserve {
-                // F1 for the reserve (sleep/README.md, "The lane reserve"): it either sees the
-                // bit cleared in its look before sleeping, or we see it asleep here.
-                fence(Ordering::SeqCst);
-                for lane in 0..self.lanes.len() {
-                    if !self.lanes[lane].injector.is_empty() {
-                        reserve.notify(self, lane);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The number of workers wanted.
-    pub(crate) fn workers(&self) -> usize {
-        self.control() >> 1
-    }
-
+impl Registry {
     /// Sets the number of workers: starts threads for idle slots below `n` (waiting for
     /// slots still retiring), and lets workers at `n` and above retire at their next task
     /// boundary. Returns once the new workers are running (and pinned, when asked).
@@ -1084,21 +619,6 @@ impl Registry {
         Ok(())
     }
 
-    fn set_target(&self, n: usize) {
-        let mut now = self.control.load(Ordering::Relaxed);
-        loop {
-            let next = (n << 1) | (now & PAUSED);
-            // SeqCst: see `set_paused`; retiring workers are woken by `wake_all` after this.
-            match self
-                .control
-                .compare_exchange_weak(now, next, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(seen) => now = seen,
-            }
-        }
-    }
-
     /// A new worker thread takes its slot's deques.
     pub(crate) fn take_slot(&self, index: usize) -> Box<[Deque<Job>]> {
         let mut slots = self.slots.lock();
@@ -1152,80 +672,6 @@ impl Registry {
         self.shown.load(Ordering::Relaxed)
     }
 
-    // ----- shutdown --------------------------------------------------------------------
-
-    pub(crate) fn is_shutdown(&self) -> bool {
-        self.shutdown.load(Ordering::Relaxed) != RUNNING
-    }
-
-    /// Whether queued discardable tasks are to be dropped rather than run.
-    pub(crate) fn is_stopping_now(&self) -> bool {
-        self.shutdown.load(Ordering::Relaxed) == NOW
-    }
-
-    /// Whether a worker with nothing to do may exit: shutdown asked and nothing outstanding.
-    pub(crate) fn may_exit(&self) -> bool {
-        // Pairs with the store in `begin_shutdown` (Acquire would do): having seen the flag we
-        // see the close before it, so `outstanding` counts every entry made before the close.
-        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.counters.outstanding() == 0
-    }
-
-    pub(crate) fn begin_shutdown(&self, now: bool) {
-        // Under `slots`: a concurrent `resize` either started its threads before (they are
-        // counted in `live`, and shutdown waits for them) or sees the flag and starts none.
-        let slots = self.slots.lock();
-        // First close the external shards (the handshake with `admit`, see
-        // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
-        // after this SeqCst store) sees every entry made before the close.
-        self.counters.close_external();
-        // Only ever raised (RUNNING < GRACEFUL < NOW): a graceful call after `shutdown_now`
-        // changes nothing.
-        let target = if now { NOW } else { GRACEFUL };
-        let mut current = self.shutdown.load(Ordering::SeqCst);
-        while current < target {
-            match self.shutdown.compare_exchange(
-                current,
-                target,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => break,
-                Err(seen) => current = seen,
-            }
-        }
-        // A closing pool drains: a graceful shutdown of a paused pool runs its queue.
-        self.control.fetch_and(!PAUSED, Ordering::SeqCst);
-        // Wakes a `resize` waiting for a retiring slot, so it sees the flag.
-        self.slot_cond.notify_all();
-        drop(slots);
-        {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
-        }
-        self.room_wakers.wake_all();
-        self.notify_waiters();
-        self.sleep.wake_all();
-        if let Some(reserve) = &self.reserve {
-            reserve.unpark();
-        }
-    }
-
-    /// Whether the calling thread, not a worker, is running one of our tasks now (the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
-    /// from there would wait for that task itself.
-    pub(crate) fn runs_task_off_worker_here(&self) -> bool {
-        let id = ptr_id(self);
-        OFF_WORKER.with(|stack| stack.borrow().iter().any(|&(r, _)| r == id))
-    }
-
-    pub(crate) fn note_dropped_by_shutdown(&self) {
-        self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn dropped_by_shutdown(&self) -> u64 {
-        self.dropped_by_shutdown.load(Ordering::Relaxed)
-    }
-
     pub(crate) fn add_thread(&self, handle: JoinHandle<()>) {
         let mut threads = self.threads.lock();
         // Retired workers' threads have ended: join them now rather than keep their handles.
@@ -1275,19 +721,6 @@ impl Registry {
             let _ = h.join();
         }
     }
-}
-
-/// A registry's address, as `OFF_WORKER` keeps it.
-fn ptr_id(registry: &Registry) -> usize {
-    std::ptr::from_ref(registry) as usize
-}
-
-/// How `wait_quiescent` ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Quiet {
-    Done,
-    TimedOut,
-    Paused,
 }
 
 /// New workers report in here once pinned (or not), before they run anything.
