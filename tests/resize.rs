@@ -48,7 +48,7 @@ fn growing_starts_workers_that_run_at_once() {
 
 /// Bug: tasks that arrive together can sit in a busy worker's deque while other workers
 /// sleep. A searching worker takes a batch from the shared queue (`steal_batch_and_pop` in
-/// `WorkerThread::steal_from_injector`, src/worker.rs): one task to run, about half of the
+/// `WorkerThread::steal_from_injector`, src/worker/find.rs): one task to run, about half of the
 /// rest into its own deque, with no wake-up for those. The chain of wake-ups (the last
 /// searcher's check in `stop_searching`) looks only at the searcher's own deque and the
 /// shared queues (`work_queued_here`), never at other workers' deques, so the task moved

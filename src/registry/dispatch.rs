@@ -1,0 +1,357 @@
+//! Dispatch, the second stage of a task's path from outside the pool: where an admitted task
+//! goes (`Route`): its lane's shared queue, one by one or, for a batch, as bundles; the
+//! submitting thread (`CallerRuns`); or a helper thread. Tasks run off the workers are
+//! tracked per thread (`OFF_WORKER`). Workers take queued tasks up in `worker/find.rs`.
+
+use super::{Admission, Registry, Route};
+use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
+use crate::metrics::counters::{LaneStat, Proto, Shard, Stat};
+use crate::sync::thread;
+use crate::sync::{facade_thread_local, Arc, Mutex, Ordering};
+use crate::RejectReason;
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+facade_thread_local! {
+    /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): for each such task,
+    /// the innermost last, its pool's registry address and its lane. What a task submits
+    /// without naming a lane inherits the lane, as on a worker, and waiting for any pool
+    /// listed would wait for a task of our own. A stack, not one entry: a task run here may
+    /// submit to another pool that runs that task here too (`CallerRuns` in both), and
+    /// inside it both pools are ours.
+    static OFF_WORKER: RefCell<Vec<(usize, usize)>> = RefCell::new(Vec::new());
+}
+
+/// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
+/// bundle costs a buffer and a shared handle). Two under loom, so the
+/// models cover bundles.
+const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
+/// The most jobs in one bundle: a worker that takes one up runs them before anything else
+/// of its own (`WorkerThread::claim_current`), so this bounds how long a task spawned from
+/// one of them waits behind its siblings on that worker (thieves take either meanwhile).
+const MAX_BUNDLE: usize = 128;
+/// Bundle buffers kept for reuse (`Registry::recycle_buffer`), 5 KiB each.
+const SPARE_BUNDLES: usize = 32;
+
+impl Registry {
+    /// Admits up to `batch.len()` tasks from outside at once: one entry and one capacity
+    /// reservation for as many as fit, then the policy task by task for the rest. Each
+    /// admitted task is made into a job by `make` and queued on `lane` (or run as its route
+    /// says); one wake-up call covers all queued. Returns how many were admitted; on a
+    /// refusal, `batch` keeps the refused task and those after it, unrun.
+    pub(crate) fn admit_batch<T>(
+        this: &Arc<Registry>,
+        lane: usize,
+        admission: Admission,
+        batch: &mut Vec<T>,
+        mut make: impl FnMut(T) -> Job,
+    ) -> Result<usize, RejectReason> {
+        let k = batch.len();
+        if k == 0 {
+            return Ok(0);
+        }
+        let shard = this.counters.external();
+        if !shard.enter_shared_n(k as u64) {
+            return Err(this.refuse_closed(shard, admission, k as u64));
+        }
+        let policy = admission
+            .policy()
+            .expect("flock: a batch from outside is bounded");
+        let reserved = this.try_reserve_up_to(k);
+        // Counted before any is queued, as `dispatch` does: a reader that sees a task end
+        // sees its acceptance.
+        if reserved > 0 {
+            shard.stat_shared(Stat::Submitted, reserved as u64);
+            this.count_lane_submitted(shard, lane, reserved as u64);
+        }
+        let stamp = this.latency.as_ref().map(|_| this.now_ns());
+        let mut items = std::mem::take(batch).into_iter();
+        // Admitted for the queue, not pushed yet: pushed as one bundle (`queue_jobs`) when
+        // `MAX_BUNDLE` are in, before anything can block, and at the end.
+        let mut queued = Vec::new();
+        let mut admitted = 0;
+        let mut refused = None;
+        for (i, item) in items.by_ref().enumerate() {
+            let route = if i < reserved {
+                Route::Queue {
+                    reserved: this.cfg.capacity != usize::MAX,
+                }
+            } else {
+                // Past what fitted: one at a time, as `admit` does (the entry is made).
+                let route = if this.try_reserve(Ordering::Relaxed) {
+                    Ok(Route::Queue { reserved: true })
+                } else {
+                    // Whatever is admitted so far may be what frees the room: queue it and
+                    // wake for it before blocking.
+                    this.queue_jobs(lane, &mut queued);
+                    this.when_full(shard, policy)
+                };
+                match route {
+                    Ok(route) => {
+                        shard.stat_shared(Stat::Submitted, 1);
+                        this.count_lane_submitted(shard, lane, 1);
+                        route
+                    }
+                    Err(reason) => {
+                        refused = Some((reason, item));
+                        break;
+                    }
+                }
+            };
+            let mut job = make(item);
+            if let Some(t) = stamp {
+                job.stamp(t);
+            }
+            admitted += 1;
+            if let Route::Queue { reserved } = route {
+                job.add_flags(if reserved {
+                    INJECTED | RESERVED
+                } else {
+                    INJECTED
+                });
+                if queued.capacity() == 0 {
+                    queued = this.bundle_buffer();
+                }
+                queued.push(job);
+                if queued.len() == MAX_BUNDLE {
+                    this.queue_jobs(lane, &mut queued);
+                }
+            } else {
+                this.queue_jobs(lane, &mut queued);
+                Registry::dispatch_counted(this, shard, route, job, lane);
+            }
+        }
+        this.queue_jobs(lane, &mut queued);
+        // Left with a spare buffer when the last jobs were too few for a bundle.
+        this.recycle_buffer(queued);
+        match refused {
+            None => Ok(admitted),
+            Some((reason, item)) => {
+                // `when_full` revoked the refused task's own entry; revoke the rest.
+                let rest = (k - admitted - 1) as u64;
+                if rest > 0 {
+                    this.revoke_n(shard, reason, rest);
+                }
+                batch.push(item);
+                batch.extend(items);
+                Err(reason)
+            }
+        }
+    }
+
+    /// Queues admitted jobs on `lane`'s shared queue and wakes workers for them. From
+    /// `MIN_BUNDLE` jobs on they go as one bundle (one push instead of one per job, the
+    /// submitter's main cost in a batch); the worker that takes it up claims the jobs one by
+    /// one and keeps its entry on its own deque meanwhile, where the others steal it and
+    /// claim from it too (`WorkerThread::take_up`). Leaves `jobs` empty (its buffer gone
+    /// with the bundle).
+    fn queue_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
+        let n = jobs.len();
+        if n == 0 {
+            return;
+        }
+        let queue = &self.lanes[lane];
+        if n < MIN_BUNDLE {
+            for job in jobs.drain(..) {
+                queue.injector.push(job);
+            }
+        } else {
+            queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
+            queue.injector.push(Job::bundle(std::mem::take(jobs)));
+        }
+        // Wake for all `n`, not for the one bundle: the workers woken besides the one that
+        // takes it up search (spin), steal its entry from that one's deque and claim from it.
+        self.sleep.notify_new_work_n(n);
+        if let Some(reserve) = &self.reserve {
+            reserve.notify(self, lane);
+        }
+    }
+
+    /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
+    /// back after a bundle was emptied, or a new one.
+    fn bundle_buffer(&self) -> Vec<Job> {
+        if !cfg!(flock_loom) {
+            if let Some(buffer) = self.spare_bundles.lock().pop() {
+                return buffer;
+            }
+        }
+        Vec::with_capacity(MAX_BUNDLE)
+    }
+
+    /// Lets go of a handle on a bundle; the last one keeps the bundle's buffer for the next
+    /// batch. Reusing them keeps a batch off the allocator, whose lock the submitter
+    /// (allocating) and the workers (freeing) otherwise contend for.
+    pub(crate) fn release_bundle(&self, bundle: Arc<Bundle>) {
+        #[cfg(not(flock_loom))]
+        if let Some(bundle) = Arc::into_inner(bundle) {
+            self.recycle_buffer(bundle.into_buffer());
+        }
+        #[cfg(flock_loom)]
+        drop(bundle);
+    }
+
+    /// A bundle's queue entry taken from a queue and not put back: the bundle is empty, or
+    /// its last job was just claimed (see `LaneQueue::bundled`).
+    pub(crate) fn bundle_entry_dropped(&self, lane: usize, bundle: Arc<Bundle>) {
+        self.lanes[lane].bundled.fetch_add(1, Ordering::Relaxed);
+        self.release_bundle(bundle);
+    }
+
+    /// Keeps an emptied bundle buffer for the next batch.
+    fn recycle_buffer(&self, buffer: Vec<Job>) {
+        debug_assert!(buffer.is_empty());
+        if cfg!(flock_loom) || buffer.capacity() != MAX_BUNDLE {
+            return;
+        }
+        let mut spare = self.spare_bundles.lock();
+        if spare.len() < SPARE_BUNDLES {
+            spare.push(buffer);
+        }
+    }
+
+    fn count_lane_submitted(&self, shard: &Shard, lane: usize, n: u64) {
+        if self.lanes.len() > 1 {
+            shard.lane_shared(LaneStat::Submitted, lane, n);
+        }
+    }
+
+    /// Sends an admitted job where its route says, on `lane`.
+    pub(crate) fn dispatch(
+        this: &Arc<Registry>,
+        shard: &Shard,
+        route: Route,
+        mut job: Job,
+        lane: usize,
+    ) {
+        shard.stat_shared(Stat::Submitted, 1);
+        this.count_lane_submitted(shard, lane, 1);
+        if this.latency.is_some() {
+            job.stamp(this.now_ns());
+        }
+        Registry::dispatch_counted(this, shard, route, job, lane);
+    }
+
+    fn dispatch_counted(
+        this: &Arc<Registry>,
+        shard: &Shard,
+        route: Route,
+        mut job: Job,
+        lane: usize,
+    ) {
+        match route {
+            Route::Queue { reserved } => {
+                job.add_flags(if reserved {
+                    INJECTED | RESERVED
+                } else {
+                    INJECTED
+                });
+                this.lanes[lane].injector.push(job);
+                if let Some(reserve) = &this.reserve {
+                    // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
+                    // reserve"), so a pool with one pays it on every push.
+                    this.sleep.notify_new_work();
+                    reserve.notify(this, lane);
+                } else {
+                    this.sleep.notify_injected();
+                }
+            }
+            Route::Caller => {
+                shard.stat_shared(Stat::CallerRuns, 1);
+                this.run_off_worker(shard, job, lane);
+            }
+            Route::Helper => Registry::run_on_helper(this, shard, job, lane),
+        }
+    }
+
+    /// The lane of a task submitted from a thread that is not one of our workers, when the
+    /// caller named `lane` (or not): the lane of the innermost task this thread runs for us
+    /// off the workers, if any, else the first.
+    pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
+        lane.unwrap_or_else(|| {
+            let id = ptr_id(self);
+            OFF_WORKER
+                .with(|stack| {
+                    let stack = stack.borrow();
+                    stack.iter().rev().find(|&&(r, _)| r == id).map(|&(_, l)| l)
+                })
+                .unwrap_or(0)
+        })
+    }
+
+    /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
+    pub(crate) fn run_off_worker(&self, shard: &Shard, job: Job, lane: usize) {
+        let timing = self
+            .latency
+            .as_ref()
+            .map(|l| (l, job.queued_at_ns(), self.now_ns()));
+        let counted = job.flags() & COUNTED != 0;
+        OFF_WORKER.with(|stack| stack.borrow_mut().push((ptr_id(self), lane)));
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        OFF_WORKER.with(|stack| stack.borrow_mut().pop());
+        let end = match result {
+            Ok(Outcome::Done) => Proto::Completed,
+            Ok(Outcome::Panicked) => Proto::Panicked,
+            Ok(Outcome::Skipped) => return,
+            Err(payload) => {
+                self.report_panic(None, payload);
+                Proto::Panicked
+            }
+        };
+        // Every job admitted from outside is counted; the lane reserve may also take up an
+        // uncounted one a worker's queue handed back (as a worker counts only `COUNTED`).
+        if counted {
+            if let Some((latency, queued, start)) = timing {
+                let shard = latency.external();
+                shard.wait.record_shared(start.saturating_sub(queued));
+                shard.run.record_shared(self.now_ns().saturating_sub(start));
+            }
+            if self.lanes.len() > 1 {
+                shard.lane_shared(LaneStat::Executed, lane, 1);
+            }
+            shard.add_shared(end, 1);
+        }
+        self.after_finish_off_worker();
+    }
+
+    #[cold]
+    fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job, lane: usize) {
+        shard.stat_shared(Stat::SpawnedThread, 1);
+        let slot = std::sync::Arc::new(Mutex::new(Some(job)));
+        let theirs = slot.clone();
+        let registry = this.clone();
+        let spawned = thread::spawn("flock-helper".into(), None, move || {
+            if let Some(job) = theirs.lock().take() {
+                registry.run_off_worker(registry.counters.external(), job, lane);
+            }
+            registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
+        });
+        match spawned {
+            Ok(handle) => {
+                let mut helpers = this.helpers.lock();
+                helpers.retain(|h| !thread::is_finished(h));
+                helpers.push(handle);
+            }
+            Err(_) => {
+                // The OS refused a thread: run the task here rather than lose it.
+                this.helpers_live.fetch_sub(1, Ordering::AcqRel);
+                if let Some(job) = slot.lock().take() {
+                    this.run_off_worker(shard, job, lane);
+                }
+            }
+        }
+    }
+
+    /// Whether the calling thread, not a worker, is running one of our tasks now (the
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
+    /// from there would wait for that task itself.
+    pub(crate) fn runs_task_off_worker_here(&self) -> bool {
+        let id = ptr_id(self);
+        OFF_WORKER.with(|stack| stack.borrow().iter().any(|&(r, _)| r == id))
+    }
+}
+
+/// A registry's address, as `OFF_WORKER` keeps it.
+fn ptr_id(registry: &Registry) -> usize {
+    std::ptr::from_ref(registry) as usize
+}

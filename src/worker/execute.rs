@@ -1,0 +1,172 @@
+//! Running a task, the last stage of its path: `execute` counts where the task came from,
+//! drops it unrun during `shutdown_now`, and runs it on the short path (`run_plain`), the
+//! timed one (`run_timed`: one lane, latency) or the tracked one (`run_tracked`: lanes);
+//! then the end-of-task accounting (how it ended, capacity units given back).
+
+use super::WorkerThread;
+use crate::job::{Job, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
+use crate::metrics::counters::{LaneStat, Proto, Stat, WorkerState};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+impl WorkerThread {
+    /// Runs one job of `lane` and counts how it ended (never a bundle's entry: those are
+    /// taken up where they are found, `take_up`).
+    pub(crate) fn execute(&self, job: Job, lane: usize) {
+        debug_assert_eq!(job.flags() & BUNDLE, 0, "bundles are taken up, never run");
+        let shard = self.shard();
+        shard.set_state(WorkerState::Running);
+        let flags = job.flags();
+        if flags & INJECTED != 0 {
+            shard.stat_owned(Stat::FromInjector, 1);
+        }
+        if flags & RESERVED != 0 {
+            self.note_reservation_started();
+        }
+        if flags & DISCARDABLE != 0 && self.registry.is_stopping_now() {
+            self.discard(job);
+            return;
+        }
+        let counted = flags & COUNTED != 0;
+        if self.plain {
+            return self.run_plain(job, counted);
+        }
+        if self.timed {
+            return self.run_timed(job, counted);
+        }
+        self.run_tracked(job, lane, counted);
+    }
+
+    /// The run of a pool with one lane and no latency tracking: nothing to time, no lane to
+    /// switch, no reserve to tell.
+    #[inline]
+    fn run_plain(&self, job: Job, counted: bool) {
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        if let (true, Some(end)) = (counted, self.end_of(result)) {
+            self.shard().add_owned(end, 1);
+        }
+    }
+
+    /// The run of a pool with one lane and latency tracking: `run_tracked` without what
+    /// only lanes need (the lane switch, nested time, the reserve, charging): two clock
+    /// readings and the two histograms. A task that is not counted is not timed.
+    #[inline]
+    fn run_timed(&self, job: Job, counted: bool) {
+        if !counted {
+            return self.run_plain(job, false);
+        }
+        let reg = &*self.registry;
+        let queued_at = job.queued_at_ns();
+        let start = reg.now_ns();
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        let Some(end) = self.end_of(result) else {
+            return;
+        };
+        let run = reg.now_ns().saturating_sub(start);
+        if let Some(latency) = &reg.latency {
+            let mine = latency.worker(self.index);
+            mine.wait.record_owned(start.saturating_sub(queued_at));
+            mine.run.record_owned(run);
+        }
+        // After the histograms, as in `run_tracked`: a reader that sees the task end sees
+        // its times.
+        self.shard().add_owned(end, 1);
+    }
+
+    /// How a run ended, for the counters (`None`: it was skipped); a panic that escaped the
+    /// job is reported.
+    #[inline]
+    fn end_of(&self, result: std::thread::Result<Outcome>) -> Option<Proto> {
+        match result {
+            Ok(Outcome::Done) => Some(Proto::Completed),
+            Ok(Outcome::Panicked) => Some(Proto::Panicked),
+            Ok(Outcome::Skipped) => None,
+            Err(payload) => {
+                self.registry.report_panic(Some(self.index), payload);
+                Some(Proto::Panicked)
+            }
+        }
+    }
+
+    /// The run of a pool with lanes or latency tracking: the task's lane, start and run time
+    /// are kept for fair queueing, `yield_to_lanes`, the reserve and the histograms.
+    fn run_tracked(&self, job: Job, lane: usize, counted: bool) {
+        let shard = self.shard();
+        let lanes = self.locals.len() > 1;
+        let reg = &*self.registry;
+        let queued_at = job.queued_at_ns();
+        let start = (lanes || (counted && reg.latency.is_some())).then(|| reg.now_ns());
+        let outer_lane = self.lane.replace(lane);
+        let outer_nested = self.nested_ns.replace(0);
+        let outer_start = self.task_start.replace(start.unwrap_or(0));
+        // Tell the lane reserve which lane we run (a nested task's lane while it runs).
+        let outer_weight = reg.reserve.as_ref().map(|r| {
+            let weight = reg.cfg.lanes[lane].1 as usize;
+            let outer = r.publish(self.index, weight);
+            r.after_start(reg, weight);
+            outer
+        });
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        if let (Some(reserve), Some(weight)) = (&reg.reserve, outer_weight) {
+            reserve.publish(self.index, weight);
+        }
+        self.lane.set(outer_lane);
+        self.task_start.set(outer_start);
+        let inner_ns = self.nested_ns.get();
+        let end = self.end_of(result);
+        let Some(start) = start else {
+            self.nested_ns.set(outer_nested);
+            if let (true, Some(end)) = (counted, end) {
+                shard.add_owned(end, 1);
+            }
+            return;
+        };
+        let total = reg.now_ns().saturating_sub(start);
+        // Our whole run counts as nested time of the task we run inside, if any.
+        self.nested_ns.set(outer_nested + total);
+        let counted_end = if counted { end } else { None };
+        if let (Some(latency), Some(_)) = (&reg.latency, counted_end) {
+            let mine = latency.worker(self.index);
+            mine.wait.record_owned(start.saturating_sub(queued_at));
+            mine.run.record_owned(total);
+        }
+        if lanes {
+            // Tasks run inside this one (while it waited in `join` or `scope`) were charged
+            // to their own lanes already.
+            let own = total.saturating_sub(inner_ns);
+            self.charge(lane, own);
+            if counted_end.is_some() {
+                shard.lane_owned(LaneStat::Executed, lane, 1);
+                shard.lane_owned(LaneStat::BusyNs, lane, own);
+            }
+        }
+        if let Some(end) = counted_end {
+            shard.add_owned(end, 1);
+        }
+    }
+
+    /// `shutdown_now`: drop a queued task unrun, its destructor included.
+    #[cold]
+    fn discard(&self, job: Job) {
+        if job.discard_counted() {
+            self.shard().add_owned(Proto::Dropped, 1);
+            self.registry.note_dropped_by_shutdown();
+        }
+    }
+
+    fn note_reservation_started(&self) {
+        let n = self.unflushed.get() + 1;
+        if n >= self.registry.flush_threshold {
+            self.unflushed.set(0);
+            self.registry.release_pending(n);
+        } else {
+            self.unflushed.set(n);
+        }
+    }
+
+    pub(super) fn flush_reservations(&self) {
+        let n = self.unflushed.replace(0);
+        if n > 0 {
+            self.registry.release_pending(n);
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Finding work, the worker's side of the queues: the bundle we took up last, our own deque,
+//! the broadcast mailbox, the lane's shared queue (taking up a bundle found there), then the
+//! other workers' deques. With several lanes, start-time fair queueing picks the lane first
+//! (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from inside a task.
+//! What is found is run by `worker/execute.rs`.
+
+use super::{Current, WorkerThread};
+use crate::deque::Steal;
+use crate::job::{Job, BUNDLE};
+use crate::metrics::counters::{LaneStat, Stat};
+use crate::registry::Registry;
+
+/// Where a worker took a bundle's entry from (`WorkerThread::take_up`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Took {
+    /// The lane's shared queue.
+    Shared,
+    /// Our own deque.
+    Own,
+    /// Another worker's deque.
+    Stolen,
+}
+
+impl WorkerThread {
+    /// The bundle we took up last, then our own deque, then the injector (a batch into our
+    /// deque), then the other workers' deques from a random victim. `Steal::Retry` is
+    /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
+    /// (`find_work_in_lanes`). Returns the job and its lane.
+    #[inline]
+    pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
+        if self.locals.len() == 1 {
+            // The common case first: the bundle we hold, then what we pushed ourselves.
+            if let Some(job) = self.claim_current(0).or_else(|| self.pop_own(0)) {
+                return Some((job, 0));
+            }
+        }
+        self.find_work_beyond_own()
+    }
+
+    /// `find_work` once our own deque (of a one-lane pool) is empty, or with lanes. Out of
+    /// line: checking the broadcast mailbox before our own deque cost a spawned scope task
+    /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
+    #[inline(never)]
+    fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
+        // A `Pool::broadcast` call for this worker only (one Relaxed load when none): before
+        // the shared queues, so work from outside cannot hold it back; after our own deque,
+        // as rayon's broadcasts (a worker runs them when it next runs out of its own tasks).
+        if let Some(job) = self.registry.mailboxes.take(self.index) {
+            return Some((job, 0));
+        }
+        if self.locals.len() > 1 {
+            return self.find_work_in_lanes();
+        }
+        self.take_from_lane_shared(0)
+            .map(|job| (job, 0))
+            .or_else(|| self.steal_from_others())
+    }
+
+    /// Whether `lane` has work for us without stealing: in the bundle we claim from, our
+    /// deque or its shared queue.
+    fn lane_has_work(&self, lane: usize) -> bool {
+        !(self.locals[lane].is_empty() && self.registry.lanes[lane].injector.is_empty())
+            || self.current[lane]
+                .borrow()
+                .as_ref()
+                .is_some_and(|c| c.bundle.remaining() > 0)
+    }
+
+    /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
+    /// bundle, deque or their shared queue, serve the one whose virtual clock is furthest behind;
+    /// lanes with no work are brought up to that clock (an idle lane saves no credit, so
+    /// when it gets busy it is served at once but cannot then crowd the others out).
+    #[inline(never)]
+    fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
+        let vt = &self.vtime;
+        let mut best: Option<usize> = None;
+        let mut idle = 0u32;
+        for lane in 0..self.locals.len() {
+            if !self.lane_has_work(lane) {
+                idle |= 1 << lane;
+            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
+                best = Some(lane);
+            }
+        }
+        if let Some(best) = best {
+            let floor = vt[best].get();
+            for (lane, clock) in vt.iter().enumerate() {
+                if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
+                    clock.set(floor);
+                }
+            }
+            if let Some(job) = self.take_from_lane(best) {
+                return Some((job, best));
+            }
+            // Emptied by thieves meanwhile: any other lane that had work.
+            for lane in 0..self.locals.len() {
+                if lane != best && idle & (1 << lane) == 0 {
+                    if let Some(job) = self.take_from_lane(lane) {
+                        return Some((job, lane));
+                    }
+                }
+            }
+        }
+        self.steal_from_others()
+    }
+
+    #[inline]
+    fn take_from_lane(&self, lane: usize) -> Option<Job> {
+        if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+            return Some(job);
+        }
+        self.take_from_lane_shared(lane)
+    }
+
+    /// `take_from_lane` once our bundle and deque are empty: the lane's shared queue (kept
+    /// out of line, so the common pop pays no large frame).
+    #[inline(never)]
+    fn take_from_lane_shared(&self, lane: usize) -> Option<Job> {
+        loop {
+            let entry = self.steal_from_injector(lane)?;
+            if entry.flags() & BUNDLE == 0 {
+                return Some(entry);
+            }
+            if let Some(job) = self.take_up(entry, lane, Took::Shared) {
+                return Some(job);
+            }
+            // An emptied bundle's entry: look again, from the top.
+            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+                return Some(job);
+            }
+        }
+    }
+
+    /// The most recent job on our deque of `lane`; a bundle's entry there is taken up.
+    #[inline]
+    pub(super) fn pop_own(&self, lane: usize) -> Option<Job> {
+        let job = self.locals[lane].pop()?;
+        if job.flags() & BUNDLE == 0 {
+            return Some(job);
+        }
+        self.pop_own_bundle(job, lane)
+    }
+
+    /// `pop_own` found a bundle's entry: take it up, or go on popping if it was emptied.
+    #[inline(never)]
+    fn pop_own_bundle(&self, mut entry: Job, lane: usize) -> Option<Job> {
+        loop {
+            if let Some(job) = self.take_up(entry, lane, Took::Own) {
+                return Some(job);
+            }
+            entry = self.locals[lane].pop()?;
+            if entry.flags() & BUNDLE == 0 {
+                return Some(entry);
+            }
+        }
+    }
+
+    /// The next job of the bundle we took up last in `lane`, if it has one left (others
+    /// claim from it too once its entry is stolen); an emptied bundle is let go.
+    #[inline]
+    fn claim_current(&self, lane: usize) -> Option<Job> {
+        if self.holding.get() & (1 << lane) == 0 {
+            return None; // the common case: no bundle taken up in this lane
+        }
+        self.claim_current_cold(lane)
+    }
+
+    fn claim_current_cold(&self, lane: usize) -> Option<Job> {
+        let mut slot = self.current[lane].borrow_mut();
+        let current = slot.as_ref()?;
+        if let Some(job) = current.bundle.claim() {
+            let stolen = current.stolen;
+            drop(slot);
+            self.count_claim(lane, stolen);
+            return Some(job);
+        }
+        let done = slot.take().expect("checked above");
+        drop(slot);
+        self.holding.set(self.holding.get() & !(1 << lane));
+        self.registry.release_bundle(done.bundle);
+        None
+    }
+
+    /// A bundle's entry just taken from a queue (`from`): claims its next job and, if jobs
+    /// are left, puts the entry on our deque, where thieves find it, and keeps a handle to
+    /// claim the rest from (`claim_current`): one claim per job instead of a push and a pop
+    /// (and the pop's fence) per job. `None` if all its jobs were claimed already.
+    ///
+    /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
+    /// of a worker here, which puts it back before it runs anything), so a worker that runs
+    /// a long task, or waits for one of its siblings, leaves them to the others, as a deque
+    /// would. The entry is pushed before the wake (F1 of sleep/README.md, as in
+    /// `submit_local_batch`).
+    fn take_up(&self, entry: Job, lane: usize, from: Took) -> Option<Job> {
+        let reg = &*self.registry;
+        let bundle = entry.into_bundle();
+        let Some(job) = bundle.claim() else {
+            reg.bundle_entry_dropped(lane, bundle);
+            return None;
+        };
+        let stolen = from == Took::Stolen;
+        self.count_claim(lane, stolen);
+        let rest = bundle.remaining();
+        if rest == 0 {
+            reg.bundle_entry_dropped(lane, bundle);
+            return Some(job);
+        }
+        self.locals[lane].push(Job::bundle_entry(bundle.clone()));
+        // Also when the entry came from our own deque: a worker that looked at the queues
+        // between our pop and this push may have gone to sleep, and the next job we run may
+        // wait for one of its siblings.
+        reg.sleep.notify_new_work_n(rest);
+        let previous = self.current[lane].replace(Some(Current { bundle, stolen }));
+        self.holding.set(self.holding.get() | 1 << lane);
+        if let Some(previous) = previous {
+            reg.release_bundle(previous.bundle);
+        }
+        Some(job)
+    }
+
+    fn count_claim(&self, lane: usize, stolen: bool) {
+        let shard = self.shard();
+        shard.lane_owned(LaneStat::Claimed, lane, 1);
+        if stolen {
+            shard.stat_owned(Stat::Stolen, 1);
+        }
+    }
+
+    /// `flock::yield_to_lanes` on this worker, from inside a task of the running lane: while
+    /// a lane weighted above it has work in our deque or its shared queue and its virtual
+    /// clock is behind ours (our lane's clock as if the running task ended now, charged its
+    /// own time so far), run one task of the lane furthest behind. So the heavier lanes get
+    /// their share of the running task's time, no more: a lane of weight 8 against one of
+    /// weight 1 gets up to 8 ns per ns the task has run. Returns how many tasks ran.
+    ///
+    /// Nesting is bounded: a task run here is of a strictly heavier lane, so at most one
+    /// level per distinct weight (16 lanes at most). Nothing from outside starts while the
+    /// pool is paused (`execute_unless_paused` re-reads the pause after taking the job).
+    pub(crate) fn yield_to_lanes(&self) -> usize {
+        let lanes = self.locals.len();
+        if lanes < 2 {
+            return 0;
+        }
+        let reg = &*self.registry;
+        let current = self.lane.get();
+        let weight = reg.cfg.lanes[current].1;
+        let vt = &self.vtime;
+        let mut ran = 0;
+        loop {
+            // First what is cheap: is any heavier lane's queue non-empty?
+            let mut heavier = 0u32;
+            for lane in 0..lanes {
+                if reg.cfg.lanes[lane].1 > weight && self.lane_has_work(lane) {
+                    heavier |= 1 << lane;
+                }
+            }
+            if heavier == 0 || Registry::paused(reg.control()) {
+                return ran;
+            }
+            let own = reg
+                .now_ns()
+                .saturating_sub(self.task_start.get())
+                .saturating_sub(self.nested_ns.get());
+            let ours = vt[current]
+                .get()
+                .wrapping_add(own.clamp(1, 1 << 40) * reg.lanes[current].stride);
+            let mut due: Option<usize> = None;
+            for lane in (0..lanes).filter(|l| heavier & (1 << l) != 0) {
+                if behind(vt[lane].get(), ours)
+                    && due.is_none_or(|d| behind(vt[lane].get(), vt[d].get()))
+                {
+                    due = Some(lane);
+                }
+            }
+            let Some(lane) = due else {
+                return ran;
+            };
+            let Some(job) = self.take_from_lane(lane) else {
+                return ran;
+            };
+            if !self.execute_unless_paused(job, lane) {
+                return ran;
+            }
+            ran += 1;
+        }
+    }
+
+    /// Charges `ns` of run time to `lane`'s virtual clock.
+    pub(super) fn charge(&self, lane: usize, ns: u64) {
+        // Capped at 2^40 ns (18 minutes) so the product fits: the stride is at most 2^16.
+        let cost = ns.clamp(1, 1 << 40) * self.registry.lanes[lane].stride;
+        let clock = &self.vtime[lane];
+        clock.set(clock.get().wrapping_add(cost));
+    }
+
+    /// The oldest entry of `lane`'s shared queue. One at a time, never a batch into our
+    /// deque: a batch would sit behind the task we are about to run while idle workers take
+    /// younger tasks (and our own pops run it newest first), so tasks of a lane would no
+    /// longer start in the order they were submitted (tests/fifo.rs; threadpool's
+    /// `test_shrink`). Bulk submissions keep their amortisation through bundles.
+    fn steal_from_injector(&self, lane: usize) -> Option<Job> {
+        loop {
+            match self.registry.lanes[lane].injector.steal() {
+                // Counted in `execute` (the `INJECTED` flag).
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// One task from another worker's deque: victims from a random start, lanes in order.
+    #[inline(never)]
+    pub(super) fn steal_from_others(&self) -> Option<(Job, usize)> {
+        let reg = &*self.registry;
+        let lanes = self.locals.len();
+        let n = reg.shown_slots();
+        if n < 2 {
+            return None;
+        }
+        let start = self.next_random() as usize % n;
+        loop {
+            let mut retry = false;
+            for k in 0..n {
+                let victim = (start + k) % n;
+                if victim == self.index {
+                    continue;
+                }
+                for lane in 0..lanes {
+                    // One task at a time from another worker (as rayon does): its owner keeps
+                    // the rest of its deque, and the count is exact.
+                    match reg.stealers[victim * lanes + lane].steal() {
+                        // A bundle's entry: what we claim from it counts as stolen, job by
+                        // job (its owner may go on claiming from it too).
+                        Steal::Success(job) if job.flags() & BUNDLE != 0 => {
+                            if let Some(job) = self.take_up(job, lane, Took::Stolen) {
+                                return Some((job, lane));
+                            }
+                        }
+                        Steal::Success(job) => {
+                            self.shard().stat_owned(Stat::Stolen, 1);
+                            return Some((job, lane));
+                        }
+                        Steal::Retry => retry = true,
+                        Steal::Empty => {}
+                    }
+                }
+            }
+            if !retry {
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn next_random(&self) -> u64 {
+        // xorshift64: cheap, per worker, good enough to spread victims.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+}
+
+/// Whether virtual time `a` is behind `b`, on clocks that wrap (differences stay far below
+/// 2^63: a lane with work is served in proportion, one without is brought up to the rest).
+fn behind(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) < 0
+}

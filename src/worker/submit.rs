@@ -1,0 +1,79 @@
+//! A task submitted from inside the pool, by a task running on a worker: counted on the
+//! worker's own shard and pushed onto its own deque (the first two stages of a task's path
+//! for local work; tasks from outside go through `registry/admission.rs` and
+//! `registry/dispatch.rs`). `join` pops its job back from there (`pop_local`).
+
+use super::WorkerThread;
+use crate::job::Job;
+use crate::metrics::counters::{LaneStat, Proto, Stat};
+
+impl WorkerThread {
+    /// Pushes a job onto this worker's own deque of the running task's lane: no lock, no
+    /// shared read-modify-write.
+    #[inline]
+    pub(crate) fn push_local(&self, job: Job) {
+        self.locals[self.lane.get()].push(job);
+        self.shard().stat_owned(Stat::LocalPushes, 1);
+        self.registry.sleep.notify_local_work();
+    }
+
+    /// A task submitted from inside the pool: counted on our own shard, onto our own deque
+    /// of `lane` (`None`: the running task's lane).
+    #[inline]
+    pub(crate) fn submit_local(&self, mut job: Job, lane: Option<usize>) {
+        let reg = &*self.registry;
+        if reg.latency.is_some() {
+            job.stamp(reg.now_ns());
+        }
+        let shard = self.shard();
+        shard.add_owned(Proto::Entered, 1);
+        shard.stat_owned(Stat::Submitted, 1);
+        let lane = lane.unwrap_or(self.lane.get());
+        if self.locals.len() > 1 {
+            shard.lane_owned(LaneStat::Submitted, lane, 1);
+        }
+        self.locals[lane].push(job);
+        shard.stat_owned(Stat::LocalPushes, 1);
+        reg.sleep.notify_local_work();
+    }
+
+    /// Many tasks submitted from inside the pool at once (`submit_batch`, `for_each`): one
+    /// count, one wake-up call for the lot.
+    pub(crate) fn submit_local_batch(
+        &self,
+        jobs: impl Iterator<Item = Job>,
+        lane: Option<usize>,
+    ) -> usize {
+        let reg = &*self.registry;
+        let lane = lane.unwrap_or(self.lane.get());
+        let stamp = reg.latency.as_ref().map(|_| reg.now_ns());
+        let shard = self.shard();
+        let mut n = 0;
+        for mut job in jobs {
+            if let Some(t) = stamp {
+                job.stamp(t);
+            }
+            // Entered before the push, as in `submit_local` (a thief may run it at once).
+            shard.add_owned(Proto::Entered, 1);
+            self.locals[lane].push(job);
+            n += 1;
+        }
+        shard.stat_owned(Stat::Submitted, n as u64);
+        shard.stat_owned(Stat::LocalPushes, n as u64);
+        if self.locals.len() > 1 {
+            shard.lane_owned(LaneStat::Submitted, lane, n as u64);
+        }
+        // F1 and the state test (`notify_new_work_n` fences, also for one job): a task that
+        // pushes a batch and then blocks on it needs the other workers to see the pushes
+        // (sleep/README.md, "Local pushes and the asymmetric barrier").
+        reg.sleep.notify_new_work_n(n);
+        n
+    }
+
+    /// Pops the most recent job of our own deque of the running task's lane (used by `join`
+    /// to take its job back; a bundle's entry there is taken up).
+    #[inline]
+    pub(crate) fn pop_local(&self) -> Option<Job> {
+        self.pop_own(self.lane.get())
+    }
+}

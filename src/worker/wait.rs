@@ -1,0 +1,165 @@
+//! A worker waiting inside a task (`join`, `scope`, `flock::yield_now`): it runs this pool's
+//! tasks until a latch opens, and parks as a listed sleeper when there are none
+//! (sleep/README.md, "Waiting workers"). While the pool is paused it runs only tasks that
+//! running tasks spawned.
+
+use super::WorkerThread;
+use crate::job::{Job, INJECTED};
+use crate::latch::Latch;
+use crate::metrics::counters::{Stat, WorkerState};
+use crate::registry::Registry;
+use crossbeam_utils::Backoff;
+
+impl WorkerThread {
+    /// Runs this pool's tasks until `latch` opens, parking as a listed sleeper when there is
+    /// nothing to run (sleep/README.md, "Waiting workers"). The latch may belong to another
+    /// pool; its owner must be this worker (`latch::Owner`). While the pool is paused only
+    /// tasks that running tasks spawned are run, never ones submitted from outside.
+    #[inline]
+    pub(crate) fn wait_until(&self, latch: &Latch) {
+        if !latch.probe() {
+            self.wait_until_cold(latch);
+        }
+    }
+
+    #[cold]
+    fn wait_until_cold(&self, latch: &Latch) {
+        let mut searching = false;
+        let spin_limit = self.registry.cfg.spin_limit;
+        loop {
+            // 1. Run what there is, spinning up to `spin_limit` rounds when there is nothing
+            // (as an idle worker does before it parks).
+            let backoff = Backoff::new();
+            let mut rounds = 0;
+            loop {
+                if latch.probe() {
+                    if searching {
+                        self.stop_searching();
+                    }
+                    return;
+                }
+                if let Some((job, lane)) = self.find_work_while_waiting() {
+                    if searching {
+                        searching = false;
+                        self.stop_searching();
+                    }
+                    self.execute_unless_paused_waiting(job, lane);
+                    backoff.reset();
+                    rounds = 0;
+                    continue;
+                }
+                if rounds >= spin_limit {
+                    break;
+                }
+                rounds += 1;
+                backoff.snooze();
+            }
+            // 2. Park where both new work and the latch's set can wake us.
+            searching = self.park_waiting(latch, searching);
+        }
+    }
+
+    /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
+    /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
+    /// to find it). Returns whether it ran the job.
+    #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
+    pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
+        let reg = &*self.registry;
+        if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
+            reg.lanes[lane].injector.push(job);
+            // `resume` may have come between the load and the push: F1 and the state test.
+            reg.sleep.notify_new_work();
+            return false;
+        }
+        self.execute(job, lane);
+        true
+    }
+
+    /// `flock::yield_now` on this worker, inside a task: runs one task of our pool if one is
+    /// queued, as a waiting worker does (so while paused only spawned ones). The sleep state
+    /// does not change: we are running a task, not searching. Returns whether one ran.
+    pub(crate) fn run_one_task(&self) -> bool {
+        match self.find_work_while_waiting() {
+            Some((job, lane)) => self.execute_unless_paused_waiting(job, lane),
+            None => false,
+        }
+    }
+
+    /// A job to run while waiting: any of our pool's, or while paused only a spawned one (a
+    /// job from outside taken as the pool got paused goes back unrun: the caller runs it
+    /// through `execute_unless_paused_waiting`, which re-reads the pause after the take).
+    fn find_work_while_waiting(&self) -> Option<(Job, usize)> {
+        let reg = &*self.registry;
+        if Registry::paused(reg.control()) {
+            return self.find_spawned_work();
+        }
+        self.find_work()
+    }
+
+    /// Parks a worker waiting for `latch` (sleep/README.md, "Waiting workers"): the steps of
+    /// `park`, with the latch's `SLEEPY`/`SLEEPING` around them so that its setter wakes us.
+    /// No exit or retire check: we are inside a task. Returns whether we count as a
+    /// searcher (always, once we announced ourselves; see `Sleep::cancel_park`).
+    fn park_waiting(&self, latch: &Latch, searching: bool) -> bool {
+        let sleep = &self.registry.sleep;
+        if !latch.get_sleepy() {
+            return searching; // set meanwhile: the loop's probe returns
+        }
+        self.shard().set_state(WorkerState::Parked);
+        sleep.announce_parked(self.index, searching);
+        // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
+        // wakes us; work pushed before our announcement is visible to the re-check.
+        let paused = Registry::paused(self.registry.control());
+        if !latch.fall_asleep() || self.waiting_work_visible(paused) {
+            latch.wake_up();
+            if !sleep.cancel_park(self.index) {
+                sleep.park(self.index); // a waker chose us: consume its token
+            }
+        } else {
+            self.shard().stat_owned(Stat::Parks, 1);
+            sleep.park(self.index);
+            self.shard().stat_owned(Stat::Wakeups, 1);
+            latch.wake_up();
+        }
+        // Still inside the task that waits: it is running again.
+        self.shard().set_state(WorkerState::Running);
+        true
+    }
+
+    /// The re-check of a waiting worker: like `work_visible`, but while paused only the
+    /// workers' deques count (the shared queues wait for `resume`, which wakes everyone).
+    fn waiting_work_visible(&self, paused: bool) -> bool {
+        if cfg!(flock_canary) {
+            return false;
+        }
+        if paused {
+            return self.registry.stealers.iter().any(|s| !s.is_empty());
+        }
+        self.work_visible()
+    }
+
+    /// While paused: a job spawned by a running task, from our own deques, then other
+    /// workers'. Deques may also hold jobs put back there while paused from the shared queues
+    /// (flag `INJECTED`): those were submitted from outside and wait for `resume`, so they
+    /// go back to their lane's shared queue (moved, not copied: nothing lost, nothing run
+    /// twice; `resume` wakes every worker).
+    fn find_spawned_work(&self) -> Option<(Job, usize)> {
+        loop {
+            let current = self.lane.get();
+            let (job, lane) = self.locals[current]
+                .pop()
+                .map(|job| (job, current))
+                .or_else(|| {
+                    self.locals
+                        .iter()
+                        .enumerate()
+                        .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
+                })
+                .or_else(|| self.steal_from_others())?;
+            if job.flags() & INJECTED == 0 {
+                return Some((job, lane));
+            }
+            self.registry.lanes[lane].injector.push(job);
+        }
+    }
+}
