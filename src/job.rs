@@ -352,6 +352,72 @@ impl Drop for Bundle {
     }
 }
 
+/// `join`'s second half on its way through a worker's join deque: two words, a function and
+/// the address of the stack job it runs (`join.rs`), with no flags and no payload.
+///
+/// Join halves do not go through the `Job` deques because of the size of a `Job`. crossbeam
+/// copies a slot with a volatile read or write of the whole element. A five-word `Job` is
+/// assembled on the stack word by word and then copied as 16-byte vectors, so every push
+/// stalls on a failed store-to-load forward. `perf annotate` of fib-join put a third of
+/// flock's time on those copies. A two-word element travels in registers, as rayon's
+/// `JobRef` does.
+///
+/// A join half is never counted, reserved, injected or discarded, so it needs none of a
+/// `Job`'s flags. Where a path takes any job (stealing, a waiting worker's search),
+/// `into_job` wraps it.
+pub(crate) struct JobRef {
+    run: unsafe fn(*const ()),
+    data: *const (),
+}
+
+// SAFETY: `JobRef::new` requires the job behind `data` to be runnable from any thread.
+unsafe impl Send for JobRef {}
+
+impl JobRef {
+    /// # Safety
+    /// `run(data)` must be safe to call exactly once, from any thread, until the job ran
+    /// or its owner took it back (`JobRef::data` compared and the `JobRef` dropped).
+    #[inline]
+    pub(crate) unsafe fn new(run: unsafe fn(*const ()), data: *const ()) -> JobRef {
+        JobRef { run, data }
+    }
+
+    /// The address the job was made with: its owner knows its own by this.
+    #[inline]
+    pub(crate) fn data(&self) -> *const () {
+        self.data
+    }
+
+    /// Runs the job (it catches its own panics: it is a stack job, `join.rs`).
+    #[inline]
+    pub(crate) fn run(self) {
+        // SAFETY: `new`'s contract; `self` is consumed, so this is the one call.
+        unsafe { (self.run)(self.data) }
+    }
+
+    /// The job as a `Job` with no flags, for paths that take any job. Running or
+    /// discarding it both run it: an owner waits on a stack job, so it is never dropped
+    /// unrun (and without `DISCARDABLE`, `shutdown_now` never asks).
+    pub(crate) fn into_job(self) -> Job {
+        let mut payload = Payload::uninit();
+        // SAFETY: two pointers fit the three-word payload; `call_ref` reads them back once.
+        unsafe { ptr::write(payload.as_mut_ptr().cast::<JobRef>(), self) };
+        // SAFETY: `call_ref` accepts exactly this payload, with either action.
+        unsafe { Job::from_raw(call_ref, payload, 0) }
+    }
+}
+
+const _: () = assert!(fits_inline::<JobRef>());
+
+/// # Safety
+/// `payload` holds a `JobRef` written by `JobRef::into_job`, read here once.
+unsafe fn call_ref(payload: Payload, _action: Action) -> Outcome {
+    // SAFETY: see the function's contract.
+    let job = unsafe { ptr::read(payload.as_ptr().cast::<JobRef>()) };
+    job.run();
+    Outcome::Done
+}
+
 /// # Safety
 /// `payload` holds an `F` written by `Job::new_unchecked`, read here once.
 unsafe fn call_inline<F: FnOnce() -> Outcome>(payload: Payload, action: Action) -> Outcome {

@@ -1,6 +1,6 @@
 //! Fork-join: `join(a, b)` runs `a` here and offers `b` to thieves.
 
-use crate::job::{Action, Job, Outcome, Payload, COUNTED, STACK};
+use crate::job::{Action, Job, JobRef, Outcome, Payload, COUNTED, STACK};
 use crate::latch::{self, Latch, LatchOwner, LocalOwner, Owner};
 use crate::registry::{Admission, Registry};
 use crate::sync::Arc;
@@ -46,6 +46,18 @@ impl<F: FnOnce() -> R + Send, R: Send, O: LatchOwner> StackJob<F, R, O> {
         unsafe { Job::from_raw(call_stack::<F, R, O>, payload, flags | STACK) }
     }
 
+    /// The job as a two-word `JobRef`, for a worker's join deque.
+    ///
+    /// # Safety
+    /// As `as_job`.
+    #[inline]
+    unsafe fn as_ref(&self) -> JobRef {
+        // SAFETY: `run_stack::<F, R, O>` runs the `StackJob<F, R, O>` at this address, once;
+        // the caller keeps it alive until then (or takes it back).
+        unsafe { JobRef::new(run_stack::<F, R, O>, self.address()) }
+    }
+
+    #[inline]
     fn address(&self) -> *const () {
         (self as *const Self).cast()
     }
@@ -72,8 +84,29 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
     _action: Action,
 ) -> Outcome {
     // SAFETY: see the function's contract.
-    let job =
-        unsafe { &*ptr::read(payload.as_ptr().cast::<*const ()>()).cast::<StackJob<F, R, O>>() };
+    unsafe { execute_stack::<F, R, O>(ptr::read(payload.as_ptr().cast::<*const ()>())) }
+}
+
+/// A stack job's `JobRef` function.
+///
+/// # Safety
+/// `data` is the address of a live `StackJob<F, R, O>` whose job was not run yet.
+unsafe fn run_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(data: *const ()) {
+    // SAFETY: see the function's contract. A join half is not counted: its outcome is not
+    // needed.
+    unsafe { execute_stack::<F, R, O>(data) };
+}
+
+/// Runs the stack job at `data`, leaves its result and opens its latch.
+///
+/// # Safety
+/// `data` is the address of a live `StackJob<F, R, O>` whose job was not run yet.
+#[inline]
+unsafe fn execute_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
+    data: *const (),
+) -> Outcome {
+    // SAFETY: see the function's contract.
+    let job = unsafe { &*data.cast::<StackJob<F, R, O>>() };
     // Both actions run the function: a stack job's owner is blocked on it, so it must never
     // be dropped unrun (and it is not `DISCARDABLE`, so `shutdown_now` never asks).
     // SAFETY: the job is run once; its owner does not touch `func` once the job is out of
@@ -93,7 +126,47 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
 }
 
 /// `join` on a worker of the pool: push `b`, run `a`, then take `b` back or wait for its thief.
+/// In a pool with one lane `b` goes through the worker's join deque as a two-word `JobRef`
+/// (see `JobRef` for why); with lanes, onto the lane's deque as a `Job` (`join_in_lanes`).
+#[inline]
 pub(crate) fn join_on_worker<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if !worker.joins_by_ref() {
+        return join_in_lanes(worker, a, b);
+    }
+    // Set by a thief of this pool: no `Arc` clone on the set (`Owner::waker`).
+    let job_b = StackJob::new(b, LocalOwner::of(worker));
+    // SAFETY: this frame does not return before `job_b` ran here or its latch opened.
+    worker.push_join(unsafe { job_b.as_ref() });
+    let ra = catch_unwind(AssertUnwindSafe(a));
+    let rb = loop {
+        if job_b.latch.probe() {
+            break job_b.take_result();
+        }
+        match worker.pop_join() {
+            // Ours: nobody stole it (what `a` pushed above it, it took back or waited for).
+            Some(job) if job.data() == job_b.address() => break job_b.run_here(),
+            // Ours was stolen, and this is an outer join's half, below ours: run it while we
+            // wait (as a waiting worker would).
+            Some(job) => worker.run_join_half(job),
+            None => {
+                worker.wait_until(&job_b.latch);
+                break job_b.take_result();
+            }
+        }
+    };
+    let ra = ra.unwrap_or_else(|p| resume_unwind(p));
+    (ra, rb.unwrap_or_else(|p| resume_unwind(p)))
+}
+
+/// `join_on_worker` in a pool with lanes: `b` is a `Job` on the running task's lane deque,
+/// so a thief runs it in that lane.
+fn join_in_lanes<A, B, RA, RB>(worker: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,

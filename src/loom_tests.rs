@@ -351,6 +351,27 @@ fn loom_push_locally_then_block() {
     });
 }
 
+/// `loom_push_locally_then_block` through the join deque: `join`'s first half blocks until
+/// the second has run, so only the other worker, stealing it from the join deque, can run it.
+/// Its re-check must read the join deques, and the push's light barrier must order the push
+/// before the `sleeping` load; built with `--cfg flock_canary_push` this model must fail too
+/// (scripts/loom.sh).
+#[test]
+fn loom_join_half_stolen_while_the_first_blocks() {
+    model("loom_join_half_stolen_while_the_first_blocks", || {
+        let pool = Arc::new(pool(2));
+        let p = pool.clone();
+        pool.submit(move || {
+            let done = Signal::new();
+            let d = done.clone();
+            p.join(move || done.wait(), move || d.signal());
+        })
+        .unwrap();
+        pool.wait().unwrap();
+        pool.shutdown().unwrap();
+    });
+}
+
 /// A latch set racing its waiter's park: a worker of pool A waits for a task of pool B (one
 /// worker each), and the main thread (not a worker) waits for A's task. Both waiters park
 /// through the latch's SLEEPY/SLEEPING states; a set that misses a sleeper deadlocks.

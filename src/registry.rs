@@ -19,7 +19,7 @@ use crate::broadcast::Mailboxes;
 use crate::builder::Config;
 use crate::clock::Clock;
 use crate::deque::{Injector, Stealer, Worker as Deque};
-use crate::job::Job;
+use crate::job::{Job, JobRef};
 use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
@@ -75,7 +75,16 @@ pub(crate) enum SlotState {
 /// Worker slots: who runs each, and the deques of slots no thread runs.
 pub(crate) struct Slots {
     pub(crate) state: Vec<SlotState>,
-    deques: Vec<Option<Box<[Deque<Job>]>>>,
+    deques: Vec<Option<LocalQueues>>,
+}
+
+/// A slot's own queues, held by the worker thread that runs in the slot.
+pub(crate) struct LocalQueues {
+    /// One deque of tasks per lane (`Registry::stealers`).
+    pub(crate) lanes: Box<[Deque<Job>]>,
+    /// `join`'s second halves, LIFO in every pool (`Registry::join_stealers`; only pools
+    /// with one lane use it, see `join.rs`).
+    pub(crate) joins: Deque<JobRef>,
 }
 
 impl Slots {
@@ -93,6 +102,8 @@ pub(crate) struct Registry {
     pub(crate) lanes: Box<[LaneQueue]>,
     /// Every slot's deques: slot `i`'s deque of lane `l` is at `i * lanes.len() + l`.
     pub(crate) stealers: Box<[Stealer<Job>]>,
+    /// Every slot's join deque (`LocalQueues::joins`), by slot.
+    pub(crate) join_stealers: Box<[Stealer<JobRef>]>,
     /// Workers wanted (`<< 1`) and `PAUSED`; read by each worker at each task boundary.
     control: CachePadded<AtomicUsize>,
     pub(crate) slots: Mutex<Slots>,
@@ -171,6 +182,8 @@ impl Registry {
             .iter()
             .flat_map(|d| d.iter().map(Deque::stealer))
             .collect();
+        let joins: Vec<Deque<JobRef>> = (0..slots).map(|_| Deque::new_lifo()).collect();
+        let join_stealers = joins.iter().map(Deque::stealer).collect();
         let lanes = cfg
             .lanes
             .iter()
@@ -183,10 +196,15 @@ impl Registry {
         Registry {
             lanes,
             stealers,
+            join_stealers,
             control: CachePadded::new(AtomicUsize::new(0)),
             slots: Mutex::new(Slots {
                 state: vec![SlotState::Idle; slots],
-                deques: deques.into_iter().map(Some).collect(),
+                deques: deques
+                    .into_iter()
+                    .zip(joins)
+                    .map(|(lanes, joins)| Some(LocalQueues { lanes, joins }))
+                    .collect(),
             }),
             slot_cond: Condvar::new(),
             resizing: Mutex::new(()),

@@ -13,9 +13,9 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
-use crate::job::{Bundle, Job, INJECTED};
+use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
-use crate::registry::Registry;
+use crate::registry::{LocalQueues, Registry};
 use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
@@ -106,6 +106,8 @@ pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
     locals: Box<[Deque<Job>]>,
+    /// `join`'s second halves (`JobRef`), in a pool with one lane (`join.rs`).
+    joins: Deque<JobRef>,
     registry: Arc<Registry>,
     rng: Cell<u64>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
@@ -167,7 +169,10 @@ pub(crate) fn run(
     ready: impl FnOnce(bool),
 ) {
     let pinned = core.is_none_or(crate::pin::pin_current_thread);
-    let locals = registry.take_slot(index);
+    let LocalQueues {
+        lanes: locals,
+        joins,
+    } = registry.take_slot(index);
     let lanes = locals.len();
     registry
         .counters
@@ -179,6 +184,7 @@ pub(crate) fn run(
         timed: lanes == 1 && registry.latency.is_some(),
         index,
         locals,
+        joins,
         rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
         unflushed: Cell::new(0),
         lane: Cell::new(0),
@@ -221,9 +227,16 @@ pub(crate) fn run(
     worker.shard().set_state(WorkerState::Stopped);
     CURRENT.with(|c| c.set(ptr::null()));
     let WorkerThread {
-        locals, registry, ..
+        locals,
+        joins,
+        registry,
+        ..
     } = worker;
-    registry.leave_slot(index, locals, retired);
+    let queues = LocalQueues {
+        lanes: locals,
+        joins,
+    };
+    registry.leave_slot(index, queues, retired);
 }
 
 impl WorkerThread {
@@ -434,6 +447,7 @@ impl WorkerThread {
         let reg = &*self.registry;
         reg.lanes.iter().any(|l| !l.injector.is_empty())
             || reg.stealers.iter().any(|s| !s.is_empty())
+            || reg.join_stealers.iter().any(|s| !s.is_empty())
             || reg.mailboxes.has(self.index)
     }
 }

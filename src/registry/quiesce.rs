@@ -112,6 +112,7 @@ impl Registry {
     fn anything_queued(&self) -> bool {
         self.lanes.iter().any(|l| !l.injector.is_empty())
             || self.stealers.iter().any(|s| !s.is_empty())
+            || self.join_stealers.iter().any(|s| !s.is_empty())
     }
 }
 

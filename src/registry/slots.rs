@@ -2,9 +2,8 @@
 //! beyond the number wanted retire; a worker takes its slot's deques when it starts and
 //! gives them back when it leaves; shutdown waits for the workers and joins the threads.
 
-use super::{Registry, SlotState};
+use super::{LocalQueues, Registry, SlotState};
 use crate::deque::Worker as Deque;
-use crate::job::Job;
 use crate::reserve::Reserve;
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{Arc, Condvar, Mutex, Ordering};
@@ -151,7 +150,7 @@ impl Registry {
     }
 
     /// A new worker thread takes its slot's deques.
-    pub(crate) fn take_slot(&self, index: usize) -> Box<[Deque<Job>]> {
+    pub(crate) fn take_slot(&self, index: usize) -> LocalQueues {
         let mut slots = self.slots.lock();
         slots.state[index] = SlotState::Running;
         slots.deques[index]
@@ -174,10 +173,10 @@ impl Registry {
     }
 
     /// A worker thread leaves: its deques go back to its slot.
-    pub(crate) fn leave_slot(&self, index: usize, deques: Box<[Deque<Job>]>, retired: bool) {
+    pub(crate) fn leave_slot(&self, index: usize, deques: LocalQueues, retired: bool) {
         let mut slots = self.slots.lock();
         debug_assert!(
-            deques.iter().all(Deque::is_empty),
+            deques.lanes.iter().all(Deque::is_empty) && deques.joins.is_empty(),
             "flock: a worker left work behind"
         );
         slots.deques[index] = Some(deques);

@@ -1,7 +1,8 @@
 //! Finding work, the worker's side of the queues: the bundle we took up last, our own deque,
-//! the broadcast mailbox, the lane's shared queue (taking up a bundle found there), then the
-//! other workers' deques. With several lanes, start-time fair queueing picks the lane first
-//! (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from inside a task.
+//! our join halves, the broadcast mailbox, the lane's shared queue (taking up a bundle found
+//! there), then the other workers' join deques and deques. With several lanes, start-time
+//! fair queueing picks the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves
+//! heavier lanes from inside a task.
 //! What is found is run by `worker/execute.rs`.
 
 use super::{Current, WorkerThread};
@@ -22,8 +23,9 @@ enum Took {
 }
 
 impl WorkerThread {
-    /// The bundle we took up last, then our own deque, then the injector (a batch into our
-    /// deque), then the other workers' deques from a random victim. `Steal::Retry` is
+    /// The bundle we took up last, then our own deque, then our join halves, the broadcast
+    /// mailbox, the injector (a batch into our deque), then the other workers' join deques
+    /// and deques from a random victim. `Steal::Retry` is
     /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
     /// (`find_work_in_lanes`). Returns the job and its lane.
     #[inline]
@@ -37,11 +39,28 @@ impl WorkerThread {
         self.find_work_beyond_own()
     }
 
+    /// A join half of ours to run while we wait inside a task (`wait_until_cold`): one
+    /// pushed below the half we wait for, which a thief took. Only a waiting worker has any
+    /// (a worker between tasks has no join on its stack), so `find_work` looks only once
+    /// its own deque is empty (`find_work_beyond_own`), and a worker between tasks pays one
+    /// emptiness test there.
+    #[inline]
+    pub(super) fn pop_join_as_job(&self) -> Option<(Job, usize)> {
+        if self.joins.is_empty() {
+            return None; // the common case (a scope's wait): no call into the deque
+        }
+        self.pop_join().map(|job| (job.into_job(), 0))
+    }
+
     /// `find_work` once our own deque (of a one-lane pool) is empty, or with lanes. Out of
     /// line: checking the broadcast mailbox before our own deque cost a spawned scope task
     /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
     #[inline(never)]
     fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
+        // Our join halves: only a worker waiting inside a task has any.
+        if let Some(found) = self.pop_join_as_job() {
+            return Some(found);
+        }
         // A `Pool::broadcast` call for this worker only (one Relaxed load when none): before
         // the shared queues, so work from outside cannot hold it back; after our own deque,
         // as rayon's broadcasts (a worker runs them when it next runs out of its own tasks).
@@ -325,6 +344,16 @@ impl WorkerThread {
                 let victim = (start + k) % n;
                 if victim == self.index {
                     continue;
+                }
+                // Its join halves first: the oldest is the largest piece of a divide and
+                // conquer still unclaimed (rayon's thieves take it from the same end).
+                match reg.join_stealers[victim].steal() {
+                    Steal::Success(job) => {
+                        self.shard().stat_owned(Stat::Stolen, 1);
+                        return Some((job.into_job(), 0));
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
                 }
                 for lane in 0..lanes {
                     // One task at a time from another worker (as rayon does): its owner keeps

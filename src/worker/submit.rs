@@ -4,7 +4,7 @@
 //! `registry/dispatch.rs`). `join` pops its job back from there (`pop_local`).
 
 use super::WorkerThread;
-use crate::job::Job;
+use crate::job::{Job, JobRef};
 use crate::metrics::counters::{LaneStat, Proto, Stat};
 
 impl WorkerThread {
@@ -15,6 +15,29 @@ impl WorkerThread {
         self.locals[self.lane.get()].push(job);
         self.shard().stat_owned(Stat::LocalPushes, 1);
         self.registry.sleep.notify_local_work();
+    }
+
+    /// Whether `join` takes the two-word path through our join deque (`join.rs`): in a pool
+    /// with one lane. With lanes, a join's second half goes onto the lane's deque as a `Job`,
+    /// so that whoever runs it runs it in its lane.
+    #[inline]
+    pub(crate) fn joins_by_ref(&self) -> bool {
+        self.locals.len() == 1
+    }
+
+    /// Pushes `join`'s second half onto our join deque, then the light side of the
+    /// asymmetric barrier, as for any local push (sleep/README.md, "Local pushes").
+    #[inline]
+    pub(crate) fn push_join(&self, job: JobRef) {
+        self.joins.push(job);
+        self.shard().stat_owned(Stat::LocalPushes, 1);
+        self.registry.sleep.notify_local_work();
+    }
+
+    /// The most recent join half on our join deque.
+    #[inline]
+    pub(crate) fn pop_join(&self) -> Option<JobRef> {
+        self.joins.pop()
     }
 
     /// A task submitted from inside the pool: counted on our own shard, onto our own deque

@@ -4,7 +4,7 @@
 //! running tasks spawned.
 
 use super::WorkerThread;
-use crate::job::{Job, INJECTED};
+use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Latch;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::Registry;
@@ -75,6 +75,13 @@ impl WorkerThread {
         true
     }
 
+    /// Runs a join half of ours that a `join` popped after a thief took its own half: an
+    /// outer join's, pushed below it.
+    #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
+    pub(crate) fn run_join_half(&self, job: JobRef) {
+        self.execute(job.into_job(), 0);
+    }
+
     /// `flock::yield_now` on this worker, inside a task: runs one task of our pool if one is
     /// queued, as a waiting worker does (so while paused only spawned ones). The sleep state
     /// does not change: we are running a task, not searching. Returns whether one ran.
@@ -127,13 +134,15 @@ impl WorkerThread {
     }
 
     /// The re-check of a waiting worker: like `work_visible`, but while paused only the
-    /// workers' deques count (the shared queues wait for `resume`, which wakes everyone).
+    /// workers' deques (and join deques) count (the shared queues wait for `resume`, which wakes everyone).
     fn waiting_work_visible(&self, paused: bool) -> bool {
         if cfg!(flock_canary) {
             return false;
         }
         if paused {
-            return self.registry.stealers.iter().any(|s| !s.is_empty());
+            let reg = &*self.registry;
+            return reg.stealers.iter().any(|s| !s.is_empty())
+                || reg.join_stealers.iter().any(|s| !s.is_empty());
         }
         self.work_visible()
     }
@@ -144,6 +153,10 @@ impl WorkerThread {
     /// go back to their lane's shared queue (moved, not copied: nothing lost, nothing run
     /// twice; `resume` wakes every worker).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
+        // Our own join halves first: spawned work, never from outside.
+        if let Some(found) = self.pop_join_as_job() {
+            return Some(found);
+        }
         loop {
             let current = self.lane.get();
             let (job, lane) = self.locals[current]
