@@ -7,6 +7,7 @@ use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::{drop_payload, UntilPanic};
 use std::any::Any;
 use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A scope in which tasks may borrow anything that outlives `'scope`; see
@@ -51,6 +52,34 @@ struct ScopePtr<'scope>(*const Scope<'scope>);
 // SAFETY: the scope is `Sync` and outlives every task holding this pointer (it waits for
 // `pending` to reach zero before it returns).
 unsafe impl Send for ScopePtr<'_> {}
+
+/// A scope task's closure, held where Stacked Borrows' retagging of function arguments does
+/// not look (inside a union). The task's body calls `task_done` before it returns, and from
+/// then on the scope's owner may free what the closure borrowed; had the closure been a plain
+/// field of the body's environment, its references would be protected arguments of that
+/// call until it returned (Miri: `nested_scopes_across_pools_complete` in tests/waiting.rs,
+/// an owner dropping a borrowed `Arc` while the last task's body was still returning).
+/// Dropped with the job if it never runs.
+struct Unretagged<F>(MaybeUninit<F>);
+
+impl<F> Unretagged<F> {
+    fn new(f: F) -> Self {
+        Unretagged(MaybeUninit::new(f))
+    }
+
+    fn take(self) -> F {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: written by `new`; `this` is not dropped, so this is the one read.
+        unsafe { this.0.assume_init_read() }
+    }
+}
+
+impl<F> Drop for Unretagged<F> {
+    fn drop(&mut self) {
+        // SAFETY: written by `new`, not taken (`take` does not drop).
+        unsafe { self.0.assume_init_drop() }
+    }
+}
 
 impl<'scope> ScopePtr<'scope> {
     /// # Safety
@@ -226,7 +255,9 @@ impl<'scope> Scope<'scope> {
         // calling us) still holds its own unit.
         self.pending.fetch_add(1, Ordering::Relaxed);
         let ptr = ScopePtr(self);
+        let f = Unretagged::new(f);
         let body = move || {
+            let f = f.take();
             // SAFETY: our unit of `pending` keeps the scope alive until `task_done` below.
             let scope = unsafe { ptr.get() };
             let outcome = match catch_unwind(AssertUnwindSafe(|| f(scope))) {
