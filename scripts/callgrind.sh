@@ -44,7 +44,7 @@ s1=$(( (1 << 13) - 2 )); s2=$(( (1 << 14) - 2 ))
 for pool in flock rayon; do
     echo "| spawned scope task (tree depth 13 - 12: $((s2 - s1)) tasks) | $pool | $(per spawn $pool 12 13 "$s1" "$s2") |"
 done
-for pool in flock rayon channel; do
+for pool in flock flock-latency rayon channel; do
     echo "| outside submit, both sides (200k - 100k tasks) | $pool | $(per submit $pool 100000 200000 100000 200000) |"
 done
 rm -rf "$out"

@@ -46,6 +46,8 @@ enum Unit {
     /// A quotient of two counts (`lanes-split`); neither way is better, the target says
     /// which value is right.
     Ratio,
+    /// Instructions per operation under callgrind (`instructions`); lower is better.
+    Instructions,
 }
 
 /// A target and whether this run met it.
@@ -109,7 +111,7 @@ fn secs(d: Duration) -> f64 {
 fn flock_advantage(flock: f64, row: f64, unit: Unit) -> Option<f64> {
     let r = match unit {
         Unit::PerSec => flock / row,
-        Unit::Time | Unit::CpuMsPerS => row / flock,
+        Unit::Time | Unit::CpuMsPerS | Unit::Instructions => row / flock,
         Unit::Ratio => return None,
     };
     r.is_finite().then_some(r)
@@ -123,6 +125,7 @@ fn fmt_value(v: f64, unit: Unit) -> String {
         Unit::Time => format!("{:.1} µs", v * 1e6),
         Unit::CpuMsPerS => format!("{v:.4} ms/s"),
         Unit::Ratio => format!("{v:.2} : 1"),
+        Unit::Instructions => format!("{v:.1} instr"),
     }
 }
 
@@ -135,6 +138,7 @@ fn fmt_range(row: &Row) -> String {
         Unit::Time => format!("{:.1}–{:.1} µs", lo * 1e6, hi * 1e6),
         Unit::CpuMsPerS => format!("{lo:.4}–{hi:.4}"),
         Unit::Ratio => format!("{lo:.2}–{hi:.2}"),
+        Unit::Instructions => format!("{lo:.1}–{hi:.1}"),
     }
 }
 
@@ -308,13 +312,23 @@ fn fib_rows() -> Vec<Row> {
         Row::new("fib-join", "rayon", Unit::Time, rayon),
         Row::new("fib-join", "sequential", Unit::Time, seq),
     ];
-    for row in &mut rows[..2] {
-        let per_join = (row.median() * workers - seq_m) / joins;
-        row.note = format!("{:.1} ns CPU overhead/join", per_join * 1e9);
+    let per_join = |row: &Row| (row.median() * workers - seq_m) / joins;
+    let (flock_ns, rayon_ns) = (per_join(&rows[0]) * 1e9, per_join(&rows[1]) * 1e9);
+    for (row, ns) in rows[..2].iter_mut().zip([flock_ns, rayon_ns]) {
+        row.note = format!("{ns:.1} ns CPU overhead/join");
     }
     rows[2].note = format!("{joins} joins in each pool run");
-    let got = rows[0].median() / rows[1].median();
-    rows[1].verdict = verdict(got <= 1.1, format!("flock ≤1.1× this: {got:.2}×"));
+    // Issue 15's target: the CPU a join costs beyond the sequential work, not wall time.
+    // A rayon overhead at or below zero (noise against the sequential run) cannot be beaten.
+    let got = if rayon_ns > 0.0 {
+        flock_ns / rayon_ns
+    } else {
+        f64::INFINITY
+    };
+    rows[1].verdict = verdict(
+        got <= 0.9,
+        format!("flock's ns CPU/join ≤0.9× this: {got:.2}×"),
+    );
     rows
 }
 
@@ -983,6 +997,55 @@ fn c_submit_rows(h: &Helpers) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// `instructions` (workload 16): instructions and locked instructions per join, per spawned
+/// scope task and per outside submit, flock against rayon (and the channel pool for submits),
+/// from `scripts/callgrind.sh` (valgrind's callgrind, one worker, two sizes each so start-up
+/// cancels out). Counts, not times: they hold on a busy machine. Left out without valgrind.
+fn instruction_rows() -> Result<Vec<Row>, String> {
+    let script = repo_root().join("scripts/callgrind.sh");
+    eprintln!("running {} (valgrind)", script.display());
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .map_err(|e| format!("instructions: {e}"))?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("instructions: {}: {}", out.status, why.trim()));
+    }
+    let rows: Vec<Row> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(instruction_row)
+        .collect();
+    if rows.is_empty() {
+        return Err("instructions: scripts/callgrind.sh printed no table".into());
+    }
+    Ok(rows)
+}
+
+/// One line of `scripts/callgrind.sh`'s table (`| operation | pool | instructions | locked |`)
+/// as a row; `None` for the header and anything else.
+fn instruction_row(line: &str) -> Option<Row> {
+    let cells: Vec<&str> = line
+        .trim()
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let [op, pool, instr, locked] = cells[..] else {
+        return None;
+    };
+    let (instr, locked) = (instr.parse::<f64>().ok()?, locked.parse::<f64>().ok()?);
+    let workload = match op.split_whitespace().next()? {
+        "join" => "instr-join",
+        "spawned" => "instr-spawn",
+        "outside" => "instr-submit",
+        _ => return None,
+    };
+    let mut row = Row::new(workload, pool, Unit::Instructions, vec![instr]);
+    row.note = format!("{locked:.2} locked instructions; {op}");
+    Some(row)
+}
+
 /// `metrics-cost` (workload 10): 1u-1Mt with flock as built normally (`flock`, the `metrics`
 /// feature on), with `track_latency(true)` (`flock-latency`) and built with
 /// `--no-default-features` (`flock-no-metrics`), alternating run by run ([`alternate`]).
@@ -1032,7 +1095,7 @@ fn metrics_cost_rows(h: &Helpers) -> Result<Vec<Row>, String> {
     let got = median(&on_vs_off);
     rows[2].verdict = verdict(got >= 0.95, format!("flock ÷ this ≥0.95: {got:.3}"));
     let got = median(&paired[1]);
-    rows[1].verdict = verdict(got >= 0.85, format!("this ÷ flock ≥0.85: {got:.3}"));
+    rows[1].verdict = verdict(got >= 0.95, format!("this ÷ flock ≥0.95: {got:.3}"));
     Ok(rows)
 }
 
@@ -1497,6 +1560,14 @@ fn main() {
     rows.extend(lanes_split_rows());
     rows.extend(lanes_p99_rows());
     rows.extend(async_offload_rows());
+    // Last: valgrind runs one thread at a time and times nothing, so it disturbs no row.
+    match instruction_rows() {
+        Ok(r) => rows.extend(r),
+        Err(e) => {
+            eprintln!("bench_report: left out: {e}");
+            skipped.push(e);
+        }
+    }
     let took = start.elapsed();
     let ticks_after = busy_ticks();
     let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);
