@@ -45,8 +45,10 @@ if [ "$rest_ok$heavy_ok" != 11 ]; then
     exit 1
 fi
 # Every model ran: the two parts together cover the suite (a model in neither would be lost).
-ran=$(cat "$log_heavy" "$log" | grep -cE "^loom model ")
-all=$("$bin" loom --list 2>/dev/null | grep -c ": test$")
+# (Each model prints "loom model NAME: ..." once it passed; with --nocapture the line may
+# follow the test's own "test NAME ... " on one line, so no anchor.)
+ran=$(cat "$log_heavy" "$log" | grep -oE "loom model [A-Za-z0-9_]+:" | wc -l)
+all=$("$bin" loom --list 2>/dev/null | grep -E ": test$" | wc -l)
 if [ "$ran" != "$all" ]; then
     echo "loom: FAILED - $ran models ran of $all" >&2
     exit 1
