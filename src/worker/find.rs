@@ -347,13 +347,19 @@ impl WorkerThread {
                 }
                 // Its join halves first: the oldest is the largest piece of a divide and
                 // conquer still unclaimed (rayon's thieves take it from the same end).
-                match reg.join_stealers[victim].steal() {
-                    Steal::Success(job) => {
-                        self.shard().stat_owned(Stat::Stolen, 1);
-                        return Some((job.into_job(), 0));
+                // Most victims have none: `is_empty` (two loads) spares the empty deque
+                // `steal`'s epoch pin, which under Miri made a thousand-task scope take
+                // longer than its watchdog allows.
+                let joins = &reg.join_stealers[victim];
+                if !joins.is_empty() {
+                    match joins.steal() {
+                        Steal::Success(job) => {
+                            self.shard().stat_owned(Stat::Stolen, 1);
+                            return Some((job.into_job(), 0));
+                        }
+                        Steal::Retry => retry = true,
+                        Steal::Empty => {}
                     }
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
                 }
                 for lane in 0..lanes {
                     // One task at a time from another worker (as rayon does): its owner keeps
