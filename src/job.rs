@@ -352,58 +352,103 @@ impl Drop for Bundle {
     }
 }
 
-/// `join`'s second half on its way through a worker's join deque: two words, a function and
-/// the address of the stack job it runs (`join.rs`), with no flags and no payload.
+/// A two-word queue entry for a worker's join deque: a function and the address of what it
+/// runs. It carries `join`'s second halves (the address of a stack job, `join.rs`) and, in a
+/// pool with one lane and no latency tracking, scope tasks (a boxed closure, `scope.rs`).
 ///
-/// Join halves do not go through the `Job` deques because of the size of a `Job`. crossbeam
-/// copies a slot with a volatile read or write of the whole element. A five-word `Job` is
+/// These do not go through the `Job` deques because of the size of a `Job`. crossbeam copies
+/// a slot with a volatile read or write of the whole element. A five-word `Job` is
 /// assembled on the stack word by word and then copied as 16-byte vectors, so every push
-/// stalls on a failed store-to-load forward. `perf annotate` of fib-join put a third of
-/// flock's time on those copies. A two-word element travels in registers, as rayon's
-/// `JobRef` does.
+/// and pop stalls on a failed store-to-load forward. `perf annotate` of fib-join put a third
+/// of flock's time on those copies, and of a one-worker spawn tree half. A two-word element
+/// travels in registers, as rayon's `JobRef` does.
 ///
-/// A join half is never counted, reserved, injected or discarded, so it needs none of a
-/// `Job`'s flags. Where a path takes any job (stealing, a waiting worker's search),
-/// `into_job` wraps it.
+/// The one flag an entry needs is whether it is a task the counters count (a scope task) or
+/// not (a join half): bit 0 of `data`, which the addresses of both kinds leave clear. None
+/// is ever reserved, injected or discarded. Where a path takes any job (stealing, a waiting
+/// worker's search), `into_job` wraps it.
 pub(crate) struct JobRef {
-    run: unsafe fn(*const ()),
+    run: unsafe fn(*const ()) -> Outcome,
+    /// The address, with `COUNTED_BIT` set for a counted task.
     data: *const (),
 }
+
+/// `JobRef::data`'s tag for a task the counters count.
+const COUNTED_BIT: usize = 1;
 
 // SAFETY: `JobRef::new` requires the job behind `data` to be runnable from any thread.
 unsafe impl Send for JobRef {}
 
 impl JobRef {
+    /// An entry that is not a task of its own (a join half): nothing counts it.
+    ///
     /// # Safety
     /// `run(data)` must be safe to call exactly once, from any thread, until the job ran
     /// or its owner took it back (`JobRef::data` compared and the `JobRef` dropped).
+    /// `data` must be at least 2-aligned.
     #[inline]
-    pub(crate) unsafe fn new(run: unsafe fn(*const ()), data: *const ()) -> JobRef {
+    pub(crate) unsafe fn new(run: unsafe fn(*const ()) -> Outcome, data: *const ()) -> JobRef {
+        debug_assert_eq!(data as usize & COUNTED_BIT, 0);
         JobRef { run, data }
     }
 
-    /// The address the job was made with: its owner knows its own by this.
+    /// An entry for a task that was entered in the counters and whose end must be counted
+    /// (`COUNTED`): a scope task. `run` gets `data` untagged.
+    ///
+    /// # Safety
+    /// As `new`; besides, such a job is never taken back, so it must be run.
+    #[inline]
+    pub(crate) unsafe fn new_counted(
+        run: unsafe fn(*const ()) -> Outcome,
+        data: *const (),
+    ) -> JobRef {
+        debug_assert_eq!(data as usize & COUNTED_BIT, 0);
+        JobRef {
+            run,
+            // Pointer arithmetic (not an integer round trip) keeps the provenance.
+            data: data.cast::<u8>().wrapping_add(COUNTED_BIT).cast(),
+        }
+    }
+
+    /// The address the job was made with (tagged for a counted task): a join's owner knows
+    /// its own half by this.
     #[inline]
     pub(crate) fn data(&self) -> *const () {
         self.data
     }
 
-    /// Runs the job (it catches its own panics: it is a stack job, `join.rs`).
+    /// `COUNTED_BIT` if set in `data`, else 0.
     #[inline]
-    pub(crate) fn run(self) {
-        // SAFETY: `new`'s contract; `self` is consumed, so this is the one call.
-        unsafe { (self.run)(self.data) }
+    fn tag(&self) -> usize {
+        self.data as usize & COUNTED_BIT
     }
 
-    /// The job as a `Job` with no flags, for paths that take any job. Running or
-    /// discarding it both run it: an owner waits on a stack job, so it is never dropped
-    /// unrun (and without `DISCARDABLE`, `shutdown_now` never asks).
+    /// Whether the counters count this entry as a task (`COUNTED`).
+    #[inline]
+    pub(crate) fn counted(&self) -> bool {
+        self.tag() != 0
+    }
+
+    /// Runs the job, which catches its own panics (a stack job, `join.rs`, or a scope task,
+    /// `scope.rs`) and reports how it ended.
+    #[inline]
+    pub(crate) fn run(self) -> Outcome {
+        let data = self.data.cast::<u8>().wrapping_sub(self.tag()).cast();
+        // SAFETY: `new`'s contract; `self` is consumed, so this is the one call.
+        unsafe { (self.run)(data) }
+    }
+
+    /// The job as a `Job` (flagged `COUNTED` when it counts), for paths that take any job.
+    /// Running or discarding it both run it: a stack job's owner waits on it and a scope
+    /// waits for its tasks, so neither is ever dropped unrun (and without `DISCARDABLE`,
+    /// `shutdown_now` never asks).
     pub(crate) fn into_job(self) -> Job {
+        let flags = if self.counted() { COUNTED } else { 0 };
         let mut payload = Payload::uninit();
         // SAFETY: two pointers fit the three-word payload; `call_ref` reads them back once.
         unsafe { ptr::write(payload.as_mut_ptr().cast::<JobRef>(), self) };
         // SAFETY: `call_ref` accepts exactly this payload, with either action.
-        unsafe { Job::from_raw(call_ref, payload, 0) }
+        unsafe { Job::from_raw(call_ref, payload, flags) }
     }
 }
 
@@ -414,8 +459,7 @@ const _: () = assert!(fits_inline::<JobRef>());
 unsafe fn call_ref(payload: Payload, _action: Action) -> Outcome {
     // SAFETY: see the function's contract.
     let job = unsafe { ptr::read(payload.as_ptr().cast::<JobRef>()) };
-    job.run();
-    Outcome::Done
+    job.run()
 }
 
 /// # Safety

@@ -91,10 +91,10 @@ unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
 ///
 /// # Safety
 /// `data` is the address of a live `StackJob<F, R, O>` whose job was not run yet.
-unsafe fn run_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(data: *const ()) {
-    // SAFETY: see the function's contract. A join half is not counted: its outcome is not
-    // needed.
-    unsafe { execute_stack::<F, R, O>(data) };
+unsafe fn run_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(data: *const ()) -> Outcome {
+    // SAFETY: see the function's contract. (A join half is not counted: nothing reads the
+    // outcome.)
+    unsafe { execute_stack::<F, R, O>(data) }
 }
 
 /// Runs the stack job at `data`, leaves its result and opens its latch.
@@ -151,8 +151,9 @@ where
         match worker.pop_join() {
             // Ours: nobody stole it (what `a` pushed above it, it took back or waited for).
             Some(job) if job.data() == job_b.address() => break job_b.run_here(),
-            // Ours was stolen, and this is an outer join's half, below ours: run it while we
-            // wait (as a waiting worker would).
+            // Ours was stolen and this is an outer join's half, below ours; or a scope task
+            // that `a` spawned into an outer scope, above ours. Run it, as a waiting worker
+            // would, and look again.
             Some(job) => worker.run_join_half(job),
             None => {
                 worker.wait_until(&job_b.latch);

@@ -190,6 +190,7 @@ mod purge;
 mod registry;
 mod reserve;
 mod scope;
+mod slab;
 mod sleep;
 mod spawn;
 mod sync;

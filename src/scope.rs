@@ -1,10 +1,12 @@
 //! Scoped tasks: tasks that borrow from the caller's stack.
 
-use crate::job::{Job, Outcome, COUNTED};
+use crate::job::{Job, JobRef, Outcome, COUNTED};
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
+use crate::slab;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::{drop_payload, UntilPanic};
+use crate::worker::WorkerThread;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -79,6 +81,71 @@ impl<F> Drop for Unretagged<F> {
         // SAFETY: written by `new`, not taken (`take` does not drop).
         unsafe { self.0.assume_init_drop() }
     }
+}
+
+/// A scope task on the two-word path (`Scope::make_ref`): in a block of a worker's cache,
+/// or boxed.
+struct ScopeTask<'scope, F> {
+    scope: ScopePtr<'scope>,
+    f: Unretagged<F>,
+}
+
+/// The `JobRef` function of a scope task in a block: moves the task out, gives the block
+/// to this thread's cache (or the allocator, off the workers) and runs the task.
+///
+/// # Safety
+/// `data` is a block holding a `ScopeTask<F>` written by `make_ref`, not yet taken back.
+unsafe fn run_pooled_task<'scope, F>(data: *const ()) -> Outcome
+where
+    F: FnOnce(&Scope<'scope>) + Send + 'scope,
+{
+    let block = data.cast_mut().cast::<ScopeTask<'scope, F>>();
+    // SAFETY: see the function's contract; the task is moved out once, and the block is
+    // not touched again after it is given back.
+    let task = unsafe { block.read() };
+    crate::worker::with_current(|w| match w {
+        // SAFETY: as above.
+        Some(w) => unsafe { w.blocks().give(block) },
+        // SAFETY: as above.
+        None => unsafe { slab::free_block(block) },
+    });
+    // SAFETY: the task's unit of `pending` is still held.
+    unsafe { run_task(task.scope, task.f) }
+}
+
+/// The `JobRef` function of a boxed scope task.
+///
+/// # Safety
+/// `data` is a `Box<ScopeTask<F>>` leaked by `make_ref`, not yet taken back.
+unsafe fn run_boxed_task<'scope, F>(data: *const ()) -> Outcome
+where
+    F: FnOnce(&Scope<'scope>) + Send + 'scope,
+{
+    // SAFETY: see the function's contract.
+    let task = unsafe { Box::from_raw(data.cast_mut().cast::<ScopeTask<'scope, F>>()) };
+    let ScopeTask { scope, f } = *task;
+    // SAFETY: the task's unit of `pending` is still held.
+    unsafe { run_task(scope, f) }
+}
+
+/// Runs a scope task and gives its unit of `pending` back. The closure comes in an
+/// `Unretagged`, never as a plain argument: from the decrement in `task_done` on, the owner
+/// may free what it borrows while this call has yet to return.
+///
+/// # Safety
+/// The caller holds one unit of the scope's `pending` for this task.
+#[inline]
+unsafe fn run_task<'scope, F>(ptr: ScopePtr<'scope>, f: Unretagged<F>) -> Outcome
+where
+    F: FnOnce(&Scope<'scope>) + Send + 'scope,
+{
+    let f = f.take();
+    // SAFETY: our unit of `pending` keeps the scope alive until `task_done` below.
+    let scope = unsafe { ptr.get() };
+    let outcome = scope.outcome_of(catch_unwind(AssertUnwindSafe(|| f(scope))));
+    // SAFETY: our unit keeps the scope alive until this call opens the latch.
+    unsafe { Scope::task_done(ptr.0) };
+    outcome
 }
 
 impl<'scope> ScopePtr<'scope> {
@@ -168,20 +235,21 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let job = self.make_job(f);
-        let local = crate::worker::with_current(|w| match w {
+        let outside = crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(&self.registry) => {
                 if fifo {
-                    crate::fifo::push_fifo(w, job);
+                    crate::fifo::push_fifo(w, self.make_job(f));
+                } else if w.spawns_by_ref() {
+                    w.submit_local_ref(self.make_ref(w, f));
                 } else {
-                    w.submit_local(job, None);
+                    w.submit_local(self.make_job(f), None);
                 }
                 None
             }
-            _ => Some(job),
+            _ => Some(f),
         });
-        if let Some(job) = local {
-            self.submit_from_outside(job);
+        if let Some(f) = outside {
+            self.submit_from_outside(self.make_job(f));
         }
     }
 
@@ -256,24 +324,56 @@ impl<'scope> Scope<'scope> {
         self.pending.fetch_add(1, Ordering::Relaxed);
         let ptr = ScopePtr(self);
         let f = Unretagged::new(f);
-        let body = move || {
-            let f = f.take();
-            // SAFETY: our unit of `pending` keeps the scope alive until `task_done` below.
-            let scope = unsafe { ptr.get() };
-            let outcome = match catch_unwind(AssertUnwindSafe(|| f(scope))) {
-                Ok(()) => Outcome::Done,
-                Err(payload) => {
-                    scope.record_panic(payload);
-                    Outcome::Panicked
-                }
-            };
-            // SAFETY: our unit keeps the scope alive until this call opens the latch.
-            unsafe { Scope::task_done(ptr.0) };
-            outcome
-        };
+        // SAFETY: our unit of `pending` keeps the scope alive until the task is done.
+        let body = move || unsafe { run_task(ptr, f) };
         // SAFETY: the job borrows `'scope` data; the scope does not return (so nothing it
         // borrows goes away) before `pending` reaches zero, which needs this job to run.
         unsafe { Job::new_unchecked(body, COUNTED) }
+    }
+
+    /// `make_job` as a two-word `JobRef` for `worker`'s join deque (`spawns_by_ref`): the
+    /// closure and the scope's address go into a block of the worker's cache (`slab.rs`),
+    /// or a box when they do not fit one (rayon boxes every spawn), so that the queue entry
+    /// is two words. See `JobRef` for why that matters: a one-worker spawn tree ran in
+    /// 0.18 s as `Job`s, against 0.13 s for rayon.
+    fn make_ref<F>(&self, worker: &WorkerThread, f: F) -> JobRef
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        // Relaxed: as in `make_job`.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        let task = ScopeTask {
+            scope: ScopePtr(self),
+            f: Unretagged::new(f),
+        };
+        // For both: the task may run on any thread (`F: Send`, and the scope is `Sync`);
+        // the scope does not return before `pending` reaches zero, which needs this task to
+        // run, so what `f` borrows and the scope itself outlive it. Blocks and boxes are at
+        // least 8-aligned (the task holds a pointer), leaving `JobRef`'s tag bit clear.
+        if slab::fits::<ScopeTask<'scope, F>>() {
+            let block = worker.blocks().take::<ScopeTask<'scope, F>>();
+            // SAFETY: a block fits the task (checked above); `run_pooled_task::<F>` moves
+            // it out and gives the block back, once.
+            unsafe {
+                block.write(task);
+                JobRef::new_counted(run_pooled_task::<F>, block.cast_const().cast())
+            }
+        } else {
+            let boxed = Box::into_raw(Box::new(task));
+            // SAFETY: `run_boxed_task::<F>` takes back exactly this box, once.
+            unsafe { JobRef::new_counted(run_boxed_task::<F>, boxed.cast_const().cast()) }
+        }
+    }
+
+    /// How a task's run ended, for the counters; a panic is kept for the scope's owner.
+    fn outcome_of(&self, result: std::thread::Result<()>) -> Outcome {
+        match result {
+            Ok(()) => Outcome::Done,
+            Err(payload) => {
+                self.record_panic(payload);
+                Outcome::Panicked
+            }
+        }
     }
 
     #[cold]

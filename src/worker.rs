@@ -16,6 +16,7 @@ use crate::deque::Worker as Deque;
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry};
+use crate::slab::Blocks;
 use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
@@ -135,6 +136,9 @@ pub(crate) struct WorkerThread {
     /// Bit `lane` set while `current[lane]` holds a bundle: one load and test on every take
     /// instead of a `RefCell` borrow.
     holding: Cell<u32>,
+    /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
+    /// to give theirs back to.
+    blocks: Blocks,
 }
 
 /// A bundle a worker claims jobs from (`WorkerThread::current`).
@@ -193,6 +197,7 @@ pub(crate) fn run(
         task_start: Cell::new(0),
         current: (0..lanes).map(|_| RefCell::new(None)).collect(),
         holding: Cell::new(0),
+        blocks: Blocks::new(),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -258,6 +263,12 @@ impl WorkerThread {
         ptr::eq(&*self.registry, registry)
     }
 
+    /// This worker's cache of blocks for scope tasks (`slab.rs`).
+    #[inline]
+    pub(crate) fn blocks(&self) -> &Blocks {
+        &self.blocks
+    }
+
     /// The lane of the task running now.
     #[inline]
     pub(crate) fn lane(&self) -> usize {
@@ -288,6 +299,16 @@ impl WorkerThread {
                     Parked::Resume { searching: s } => searching = s,
                     Parked::Exit => return Exit::Shutdown,
                 }
+                continue;
+            }
+            // Our join deque first: between tasks it holds scope tasks our last task spawned
+            // (`spawns_by_ref`), which run on the two-word path (`execute_ref`).
+            if let Some(job) = self.joins.pop() {
+                if searching {
+                    searching = false;
+                    self.stop_searching();
+                }
+                self.execute_ref(job);
                 continue;
             }
             if let Some((job, lane)) = self.find_work() {
@@ -370,6 +391,12 @@ impl WorkerThread {
                 reg.lanes[lane].injector.push(job);
                 moved += 1;
             }
+        }
+        // Scope tasks our last task spawned (join halves there are none: no join is on our
+        // stack). Join deques exist in one-lane pools only.
+        while let Some(job) = self.joins.pop() {
+            reg.lanes[0].injector.push(job.into_job());
+            moved += 1;
         }
         if moved > 0 {
             reg.sleep.notify_new_work_n(moved);

@@ -517,3 +517,64 @@ fn after_growing_the_queue_holds_its_capacity() {
         assert_eq!(pool.stats().completed, 72);
     });
 }
+
+/// A retiring worker hands over the scope tasks its last task spawned: in a one-lane pool
+/// those wait on the worker's join deque (`Scope::make_ref`), not its task deque, and must
+/// go to the shared queue with the rest (`WorkerThread::hand_over_work`; `leave_slot`
+/// asserts the worker left nothing behind).
+#[test]
+fn a_retiring_worker_hands_over_the_scope_tasks_it_spawned() {
+    watchdog(30, "scope tasks on a retiring worker", || {
+        let pool = Arc::new(Pool::builder().workers(2).max_workers(2).build().unwrap());
+        // Worker 0 held inside a task, so that the scope's first task runs on worker 1: one
+        // task held on each worker, found by worker index, and worker 1's let go.
+        let mut on_worker: [Option<Gate>; 2] = [None, None];
+        let (started_tx, started) = mpsc::channel();
+        for _ in 0..2 {
+            let gate = Gate::new();
+            let (g, started_tx) = (gate.clone(), started_tx.clone());
+            pool.submit(move || {
+                started_tx
+                    .send(flock::current_worker_index().unwrap())
+                    .unwrap();
+                g.wait();
+            })
+            .unwrap();
+            on_worker[started.recv().unwrap()] = Some(gate);
+        }
+        let [Some(gate), Some(on_1)] = on_worker else {
+            panic!("the two tasks run on the two workers")
+        };
+        on_1.open();
+        eventually(|| pool.stats().completed == 1);
+        // Opens worker 0's gate once worker 1 has left, so that nobody steals the spawned
+        // tasks before it hands them over.
+        let opener = {
+            let (pool, gate) = (pool.clone(), gate.clone());
+            std::thread::spawn(move || {
+                eventually(|| pool.stats().per_worker.len() == 1);
+                gate.open();
+            })
+        };
+        let ran = AtomicUsize::new(0);
+        let spawner = AtomicUsize::new(usize::MAX);
+        pool.scope(|s| {
+            let (pool, ran, spawner) = (&pool, &ran, &spawner);
+            s.spawn(move |s| {
+                spawner.store(flock::current_worker_index().unwrap(), SeqCst);
+                for _ in 0..100 {
+                    s.spawn(move |_| {
+                        ran.fetch_add(1, SeqCst);
+                    });
+                }
+                pool.resize(1).unwrap(); // we retire once this task ends
+            });
+        });
+        opener.join().unwrap();
+        assert_eq!((spawner.into_inner(), ran.into_inner()), (1, 100));
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.workers, s.submitted, s.completed), (1, 103, 103), "{s}");
+        assert!(s.stolen == 0, "handed over, not stolen: {s}");
+    });
+}

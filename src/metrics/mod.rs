@@ -261,10 +261,15 @@ impl Registry {
     /// the jobs still inside bundles. A gauge (Relaxed reads at different moments, clamped).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
         let lanes = self.lanes.len();
-        let entries = self.lanes[i].injector.len()
+        let mut entries = self.lanes[i].injector.len()
             + (0..self.stealers.len() / lanes)
                 .map(|w| self.stealers[w * lanes + i].len())
                 .sum::<usize>();
+        if lanes == 1 {
+            // The join deques: scope tasks spawned on a worker, and join halves waiting for
+            // a thief (work queued as much as a task is). Only one-lane pools use them.
+            entries += self.join_stealers.iter().map(|s| s.len()).sum::<usize>();
+        }
         // `bundled` counts every bundle's jobs beyond the entry that carries it (its entry
         // counted in `entries` while it is queued); the jobs taken out of bundles so far are
         // on the shards. Read at different moments, so clamp.

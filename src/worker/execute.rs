@@ -4,7 +4,7 @@
 //! then the end-of-task accounting (how it ended, capacity units given back).
 
 use super::WorkerThread;
-use crate::job::{Job, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
+use crate::job::{Job, JobRef, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto, Stat, WorkerState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -34,6 +34,26 @@ impl WorkerThread {
             return self.run_timed(job, counted);
         }
         self.run_tracked(job, lane, counted);
+    }
+
+    /// Runs an entry of a join deque: a join half (not counted) or a scope task of a pool
+    /// with one lane and no latency tracking (counted), neither of which is ever injected,
+    /// reserved, discarded or timed (`JobRef`).
+    #[inline]
+    pub(crate) fn execute_ref(&self, job: JobRef) {
+        debug_assert!(
+            self.plain || !job.counted(),
+            "counted entries need `run_plain`"
+        );
+        let shard = self.shard();
+        shard.set_state(WorkerState::Running);
+        let counted = job.counted();
+        // Both kinds catch their own panics; this only keeps a bug there from unwinding
+        // through the worker loop.
+        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
+        if let (true, Some(end)) = (counted, self.end_of(result)) {
+            shard.add_owned(end, 1);
+        }
     }
 
     /// The run of a pool with one lane and no latency tracking: nothing to time, no lane to

@@ -39,15 +39,15 @@ impl WorkerThread {
         self.find_work_beyond_own()
     }
 
-    /// A join half of ours to run while we wait inside a task (`wait_until_cold`): one
-    /// pushed below the half we wait for, which a thief took. Only a waiting worker has any
-    /// (a worker between tasks has no join on its stack), so `find_work` looks only once
-    /// its own deque is empty (`find_work_beyond_own`), and a worker between tasks pays one
-    /// emptiness test there.
+    /// An entry of our join deque (a join half or a scope task), as a `Job`, for the paths
+    /// that take any job: `flock::yield_now` (`run_one_task`) and a paused waiting worker's
+    /// search (`find_spawned_work`). The worker loop and `wait_until_cold` pop the join
+    /// deque themselves, first, and run what they find on the two-word path
+    /// (`execute_ref`), so here it is usually empty.
     #[inline]
     pub(super) fn pop_join_as_job(&self) -> Option<(Job, usize)> {
         if self.joins.is_empty() {
-            return None; // the common case (a scope's wait): no call into the deque
+            return None; // the common case: no call into the deque
         }
         self.pop_join().map(|job| (job.into_job(), 0))
     }
@@ -57,7 +57,7 @@ impl WorkerThread {
     /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
     #[inline(never)]
     fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
-        // Our join halves: only a worker waiting inside a task has any.
+        // Our join deque (see `pop_join_as_job`).
         if let Some(found) = self.pop_join_as_job() {
             return Some(found);
         }

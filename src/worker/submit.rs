@@ -34,7 +34,29 @@ impl WorkerThread {
         self.registry.sleep.notify_local_work();
     }
 
-    /// The most recent join half on our join deque.
+    /// Whether a scope task spawned here takes the two-word path through our join deque
+    /// (`scope.rs`): in a pool with one lane and no latency tracking, whose `execute` has
+    /// nothing to do for a task but run it and count its end (`execute_ref`).
+    #[inline]
+    pub(crate) fn spawns_by_ref(&self) -> bool {
+        self.plain
+    }
+
+    /// A scope task spawned from inside the pool (`spawns_by_ref`): counted on our own shard
+    /// as `submit_local` counts a task, and pushed onto our join deque, a local push.
+    #[inline]
+    pub(crate) fn submit_local_ref(&self, job: JobRef) {
+        debug_assert!(self.spawns_by_ref() && job.counted());
+        let shard = self.shard();
+        // Entered before the push, as in `submit_local` (a thief may run it at once).
+        shard.add_owned(Proto::Entered, 1);
+        shard.stat_owned(Stat::Submitted, 1);
+        self.joins.push(job);
+        shard.stat_owned(Stat::LocalPushes, 1);
+        self.registry.sleep.notify_local_work();
+    }
+
+    /// The most recent entry on our join deque: a join half, or a scope task.
     #[inline]
     pub(crate) fn pop_join(&self) -> Option<JobRef> {
         self.joins.pop()

@@ -38,6 +38,18 @@ impl WorkerThread {
                     }
                     return;
                 }
+                // Our join deque first (spawned work only, so also while paused): the
+                // two-word path of a scope task (`execute_ref`).
+                if let Some(job) = self.joins.pop() {
+                    if searching {
+                        searching = false;
+                        self.stop_searching();
+                    }
+                    self.execute_ref(job);
+                    backoff.reset();
+                    rounds = 0;
+                    continue;
+                }
                 if let Some((job, lane)) = self.find_work_while_waiting() {
                     if searching {
                         searching = false;
@@ -79,7 +91,7 @@ impl WorkerThread {
     /// outer join's, pushed below it.
     #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
     pub(crate) fn run_join_half(&self, job: JobRef) {
-        self.execute(job.into_job(), 0);
+        self.execute_ref(job);
     }
 
     /// `flock::yield_now` on this worker, inside a task: runs one task of our pool if one is
