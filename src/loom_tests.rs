@@ -372,6 +372,30 @@ fn loom_join_half_stolen_while_the_first_blocks() {
     });
 }
 
+/// A scope whose tasks end on workers that keep their units of its count (`scope::Credit`):
+/// the owner, outside the pool, waits while two workers run its tasks (the second spawned
+/// on a worker, onto its join deque, and perhaps stolen). It returns only if each worker
+/// gives its kept units back once it runs out of work. Built with `--cfg
+/// flock_canary_credit` (units never given back) it deadlocks, which `scripts/loom.sh`
+/// requires.
+#[test]
+fn loom_scope_units_kept_by_workers_are_given_back() {
+    model("loom_scope_units_kept_by_workers_are_given_back", || {
+        let pool = pool(2);
+        let ran = counter();
+        pool.scope(|s| {
+            let ran = &ran;
+            s.spawn(move |s| {
+                s.spawn(move |_| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+            });
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
 /// A latch set racing its waiter's park: a worker of pool A waits for a task of pool B (one
 /// worker each), and the main thread (not a worker) waits for A's task. Both waiters park
 /// through the latch's SLEEPY/SLEEPING states; a set that misses a sleeper deadlocks.

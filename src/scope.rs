@@ -8,9 +8,11 @@ use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::{drop_payload, UntilPanic};
 use crate::worker::WorkerThread;
 use std::any::Any;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr;
 
 /// A scope in which tasks may borrow anything that outlives `'scope`; see
 /// [`Pool::scope`](crate::Pool::scope).
@@ -103,14 +105,16 @@ where
     // SAFETY: see the function's contract; the task is moved out once, and the block is
     // not touched again after it is given back.
     let task = unsafe { block.read() };
-    crate::worker::with_current(|w| match w {
-        // SAFETY: as above.
-        Some(w) => unsafe { w.blocks().give(block) },
-        // SAFETY: as above.
-        None => unsafe { slab::free_block(block) },
-    });
-    // SAFETY: the task's unit of `pending` is still held.
-    unsafe { run_task(task.scope, task.f) }
+    crate::worker::with_current(|w| {
+        match w {
+            // SAFETY: as above.
+            Some(w) => unsafe { w.blocks().give(block) },
+            // SAFETY: as above.
+            None => unsafe { slab::free_block(block) },
+        }
+        // SAFETY: the task's unit of `pending` is still held.
+        unsafe { run_task_keeping_unit(w, task.scope, task.f) }
+    })
 }
 
 /// The `JobRef` function of a boxed scope task.
@@ -125,7 +129,115 @@ where
     let task = unsafe { Box::from_raw(data.cast_mut().cast::<ScopeTask<'scope, F>>()) };
     let ScopeTask { scope, f } = *task;
     // SAFETY: the task's unit of `pending` is still held.
-    unsafe { run_task(scope, f) }
+    crate::worker::with_current(|w| unsafe { run_task_keeping_unit(w, scope, f) })
+}
+
+/// `run_task` for a task on the two-word path: on a worker, the task's unit of `pending` is
+/// kept in the worker's `Credit` for the next spawn into the same scope, instead of being
+/// given back (sleep/README.md, "Scope counts held by workers"). Units of another scope
+/// are given back before the task starts, so that it never runs, or blocks, while holding
+/// them.
+///
+/// # Safety
+/// As `run_task`.
+#[inline]
+unsafe fn run_task_keeping_unit<'scope, F>(
+    worker: Option<&WorkerThread>,
+    ptr: ScopePtr<'scope>,
+    f: Unretagged<F>,
+) -> Outcome
+where
+    F: FnOnce(&Scope<'scope>) + Send + 'scope,
+{
+    let Some(worker) = worker else {
+        // SAFETY: as the function's contract.
+        return unsafe { run_task(ptr, f) };
+    };
+    let credit = worker.credit();
+    credit.enter(ptr.0);
+    let f = f.take();
+    // SAFETY: our unit of `pending` keeps the scope alive until it is given back, which
+    // `keep` defers to a later `settle`.
+    let scope = unsafe { ptr.get() };
+    let outcome = scope.outcome_of(catch_unwind(AssertUnwindSafe(|| f(scope))));
+    credit.keep(ptr.0);
+    outcome
+}
+
+/// Units of one scope's `pending` that a worker holds: those of the scope's tasks that
+/// ended on it, kept for its next spawns into that scope instead of being given back one
+/// decrement at a time (two read-modify-writes of one cache line per task, shared by every
+/// worker of a spawn tree). The rules that keep a scope from waiting on units nobody gives
+/// back are in sleep/README.md, "Scope counts held by workers": they are given back before
+/// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`) and
+/// whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).
+pub(crate) struct Credit {
+    /// The scope whose units these are (lifetime erased: only its counter is touched);
+    /// meaningful while `units` is non-zero.
+    scope: Cell<*const Scope<'static>>,
+    units: Cell<usize>,
+}
+
+impl Credit {
+    pub(crate) fn new() -> Credit {
+        Credit {
+            scope: Cell::new(ptr::null()),
+            units: Cell::new(0),
+        }
+    }
+
+    /// Gives every held unit back to its scope (the last one opens its latch).
+    #[inline]
+    pub(crate) fn settle(&self) {
+        if cfg!(flock_canary_credit) {
+            return; // loom must then find a scope that never completes (scripts/loom.sh)
+        }
+        if self.units.get() != 0 {
+            self.settle_cold();
+        }
+    }
+
+    #[cold]
+    fn settle_cold(&self) {
+        let units = self.units.replace(0);
+        // SAFETY: the units we held kept the scope alive; from this call on we hold none
+        // and never touch it again.
+        unsafe { Scope::release(self.scope.get(), units) };
+    }
+
+    /// Whether we hold no units (a worker leaves only so).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.units.get() == 0
+    }
+
+    /// One held unit of `scope`'s, for a spawn into it, if we have one.
+    #[inline]
+    fn take_for(&self, scope: *const Scope<'_>) -> bool {
+        let units = self.units.get();
+        if units != 0 && ptr::eq(self.scope.get(), scope.cast()) {
+            self.units.set(units - 1);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A task of `scope` starts here: units of any other scope go back first.
+    #[inline]
+    fn enter(&self, scope: *const Scope<'_>) {
+        if self.units.get() != 0 && !ptr::eq(self.scope.get(), scope.cast()) {
+            self.settle_cold();
+        }
+    }
+
+    /// A task of `scope` ended here: its unit is ours now. (Tasks it ran while it waited
+    /// may have left us units of another scope: those go back first.)
+    #[inline]
+    fn keep(&self, scope: *const Scope<'_>) {
+        self.enter(scope);
+        self.scope.set(scope.cast());
+        self.units.set(self.units.get() + 1);
+    }
 }
 
 /// Runs a scope task and gives its unit of `pending` back. The closure comes in an
@@ -340,8 +452,11 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        // Relaxed: as in `make_job`.
-        self.pending.fetch_add(1, Ordering::Relaxed);
+        // A unit of ours kept from a task of this scope that ended here, or a new one.
+        if !worker.credit().take_for(self) {
+            // Relaxed: as in `make_job`.
+            self.pending.fetch_add(1, Ordering::Relaxed);
+        }
         let task = ScopeTask {
             scope: ScopePtr(self),
             f: Unretagged::new(f),
@@ -408,12 +523,23 @@ impl<'scope> Scope<'scope> {
     /// # Safety
     /// The caller holds one unit of `pending`, which keeps the scope alive until this call.
     unsafe fn task_done(this: *const Scope<'scope>) {
-        // SAFETY: our unit keeps the scope alive up to the decrement; only the last unit's
+        // SAFETY: the caller's contract.
+        unsafe { Scope::release(this, 1) }
+    }
+
+    /// `units` units of `pending` are given back; the last one opens the latch.
+    ///
+    /// # Safety
+    /// The caller holds `units` units of `pending`, which keep the scope alive until this
+    /// call.
+    unsafe fn release(this: *const Scope<'scope>, units: usize) {
+        // SAFETY: our units keep the scope alive until the decrement; only the last unit's
         // holder touches the scope after it, and the owner waits for that one's latch.
         unsafe {
             // AcqRel: the last decrement acquires every other task's writes (their Release
-            // decrements) before opening the latch for the scope's owner.
-            if (*this).pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // decrements, and those of workers giving back units kept after their tasks
+            // ended) before opening the latch for the scope's owner.
+            if (*this).pending.fetch_sub(units, Ordering::AcqRel) == units {
                 latch::set_and_wake(&(*this).latch, &(*this).owner);
             }
         }

@@ -16,6 +16,7 @@ use crate::deque::Worker as Deque;
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry};
+use crate::scope::Credit;
 use crate::slab::Blocks;
 use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -139,6 +140,8 @@ pub(crate) struct WorkerThread {
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
+    /// Units of a scope's count kept from its tasks that ended here (`scope::Credit`).
+    credit: Credit,
 }
 
 /// A bundle a worker claims jobs from (`WorkerThread::current`).
@@ -198,6 +201,7 @@ pub(crate) fn run(
         current: (0..lanes).map(|_| RefCell::new(None)).collect(),
         holding: Cell::new(0),
         blocks: Blocks::new(),
+        credit: Credit::new(),
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -229,6 +233,10 @@ pub(crate) fn run(
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
     }
+    debug_assert!(
+        cfg!(flock_canary_credit) || worker.credit.is_empty(),
+        "flock: a worker left holding a scope's units"
+    );
     worker.shard().set_state(WorkerState::Stopped);
     CURRENT.with(|c| c.set(ptr::null()));
     let WorkerThread {
@@ -267,6 +275,12 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn blocks(&self) -> &Blocks {
         &self.blocks
+    }
+
+    /// The units of a scope's count this worker holds (`scope::Credit`).
+    #[inline]
+    pub(crate) fn credit(&self) -> &Credit {
+        &self.credit
     }
 
     /// The lane of the task running now.
@@ -424,6 +438,9 @@ impl WorkerThread {
 
     /// Out of work: give back capacity units and tell `wait()`ers.
     fn go_idle(&self) {
+        // Units of a scope kept from its tasks: nothing runs here now that could give them
+        // back later (sleep/README.md, "Scope counts held by workers").
+        self.credit.settle();
         self.flush_reservations();
         // Pairs with the waiter's SeqCst `waiters` increment in `Registry::wait_quiescent`:
         // either it sees our finish counts or we see it registered.

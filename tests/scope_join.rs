@@ -177,3 +177,64 @@ fn scope_after_shutdown_still_completes_on_the_caller() {
     assert_eq!(v, [1; 4]);
     assert_eq!(pool.join(|| 3, || 4), (3, 4));
 }
+
+/// A worker keeps the units of a scope's count that its finished tasks held, for its next
+/// spawns into that scope (`scope::Credit`). It must give them back before it runs a task
+/// of anything else: here, on the only worker, a task that waits for the scope to return
+/// runs right after the scope's last task, so the scope completes only if the worker gave
+/// the units back first (sleep/README.md, "Scope counts held by workers").
+#[test]
+fn a_worker_gives_back_a_scopes_units_before_it_runs_other_work() {
+    watchdog(30, "scope units held while other work runs", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let returned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ran = AtomicUsize::new(0);
+        pool.scope(|s| {
+            let (pool, returned, ran) = (&pool, &returned, &ran);
+            // From outside: the first task goes through the shared queue.
+            s.spawn(move |s| {
+                // Onto the worker's task deque: it runs after the join deque is empty.
+                let returned = returned.clone();
+                pool.submit(move || {
+                    while !returned.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                })
+                .unwrap();
+                // Onto its join deque (the two-word path): runs first, and its unit is kept.
+                s.spawn(move |_| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+            });
+        });
+        returned.store(true, Ordering::SeqCst);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.wait().unwrap();
+    });
+}
+
+/// The same from inside the pool: the scope's owner is the only worker, and waits for the
+/// scope while it holds the units of the tasks it ran meanwhile; it gives them back as soon
+/// as it finds nothing to run, and its own wait then ends.
+#[test]
+fn a_waiting_owner_gives_back_the_units_it_holds() {
+    watchdog(30, "scope owner holding its scope's units", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let ran = AtomicUsize::new(0);
+        pool.install(|| {
+            flock::scope(|s| {
+                let ran = &ran;
+                for _ in 0..3 {
+                    s.spawn(move |s| {
+                        s.spawn(move |_| {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                        });
+                    });
+                }
+            })
+        });
+        assert_eq!(ran.load(Ordering::SeqCst), 3);
+        let s = pool.stats();
+        assert_eq!((s.submitted, s.completed), (7, 7), "{s}");
+    });
+}

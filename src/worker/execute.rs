@@ -13,6 +13,10 @@ impl WorkerThread {
     /// taken up where they are found, `take_up`).
     pub(crate) fn execute(&self, job: Job, lane: usize) {
         debug_assert_eq!(job.flags() & BUNDLE, 0, "bundles are taken up, never run");
+        // Before any task but one of the scope whose units we hold (those come through
+        // `execute_ref`): it might wait for that scope (sleep/README.md, "Scope counts held
+        // by workers").
+        self.credit().settle();
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
         let flags = job.flags();
@@ -45,9 +49,14 @@ impl WorkerThread {
             self.plain || !job.counted(),
             "counted entries need `run_plain`"
         );
+        let counted = job.counted();
+        if !counted {
+            // A join half: as in `execute`. (A scope task gives back units of any other
+            // scope itself, `run_task_keeping_unit`.)
+            self.credit().settle();
+        }
         let shard = self.shard();
         shard.set_state(WorkerState::Running);
-        let counted = job.counted();
         // Both kinds catch their own panics; this only keeps a bug there from unwinding
         // through the worker loop.
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));

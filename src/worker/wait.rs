@@ -60,6 +60,10 @@ impl WorkerThread {
                     rounds = 0;
                     continue;
                 }
+                // Nothing to run: units of a scope kept from its tasks go back (the latch
+                // we wait for may be that scope's; sleep/README.md, "Scope counts held by
+                // workers").
+                self.credit().settle();
                 if rounds >= spin_limit {
                     break;
                 }
