@@ -127,6 +127,11 @@ pub(crate) struct WorkerThread {
     /// Run time of tasks nested inside the running one (`join`, `scope` waits), so the outer
     /// task is charged only its own.
     nested_ns: Cell<u64>,
+    /// In a one-lane pool with latency tracking, when the last task run here ended
+    /// (`Registry::now_ns`), while this worker has done nothing since but take the next one;
+    /// 0 otherwise. `run_timed` starts the next task's clock there instead of reading it
+    /// again.
+    last_end: Cell<u64>,
     /// When the running task started (`Registry::now_ns`; lanes > 1 only), for
     /// `yield_to_lanes`.
     task_start: Cell<u64>,
@@ -197,6 +202,7 @@ pub(crate) fn run(
         lane: Cell::new(0),
         vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
         nested_ns: Cell::new(0),
+        last_end: Cell::new(0),
         task_start: Cell::new(0),
         current: (0..lanes).map(|_| RefCell::new(None)).collect(),
         holding: Cell::new(0),
@@ -441,6 +447,8 @@ impl WorkerThread {
         // Units of a scope kept from its tasks: nothing runs here now that could give them
         // back later (sleep/README.md, "Scope counts held by workers").
         self.credit.settle();
+        // What comes next does not start where the last task ended (`run_timed`).
+        self.last_end.set(0);
         self.flush_reservations();
         // Pairs with the waiter's SeqCst `waiters` increment in `Registry::wait_quiescent`:
         // either it sees our finish counts or we see it registered.

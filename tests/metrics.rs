@@ -442,3 +442,44 @@ fn one_submit_to_a_parked_pool_wakes_exactly_one_worker() {
         }
     });
 }
+
+/// A task that follows another on a worker starts its clock where the other ended (one
+/// clock reading per task), but never earlier than it was queued, and never across idle
+/// time: a task submitted to an idle worker does not count the idle time as its run.
+#[test]
+fn back_to_back_tasks_share_a_clock_reading_but_idle_time_is_nobodys() {
+    watchdog(60, "latency across idle time", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .track_latency(true)
+            .build()
+            .unwrap();
+        // Queued together: the second waits for the first, then runs in no time.
+        pool.submit(|| std::thread::sleep(Duration::from_millis(20)))
+            .unwrap();
+        pool.submit(|| {}).unwrap();
+        pool.wait().unwrap();
+        // Idle, then one more quick task: the idle 30 ms are neither its run nor its wait.
+        std::thread::sleep(Duration::from_millis(30));
+        pool.submit(|| {}).unwrap();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        let (run, wait) = (s.run_time.unwrap(), s.queue_wait.unwrap());
+        assert_eq!((run.count, wait.count), (3, 3));
+        let at_least = |h: &flock::LatencyStats, d: Duration| -> u64 {
+            let below: u64 = h
+                .buckets()
+                .iter()
+                .filter(|(le, _)| *le < d)
+                .map(|(_, n)| *n)
+                .max()
+                .unwrap_or(0);
+            h.count - below
+        };
+        // Only the sleeping task ran for 10 ms or more (buckets are cumulative).
+        assert_eq!(at_least(&run, Duration::from_millis(10)), 1, "{run:?}");
+        // Only the second waited that long (for the first).
+        assert_eq!(at_least(&wait, Duration::from_millis(10)), 1, "{wait:?}");
+        assert!(wait.max >= Duration::from_millis(15), "{wait:?}");
+    });
+}

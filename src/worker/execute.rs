@@ -50,6 +50,8 @@ impl WorkerThread {
             "counted entries need `run_plain`"
         );
         let counted = job.counted();
+        // No `run_timed` here: the next task starts its own clock.
+        self.last_end.set(0);
         if !counted {
             // A join half: as in `execute`. (A scope task gives back units of any other
             // scope itself, `run_task_keeping_unit`.)
@@ -76,21 +78,38 @@ impl WorkerThread {
     }
 
     /// The run of a pool with one lane and latency tracking: `run_tracked` without what
-    /// only lanes need (the lane switch, nested time, the reserve, charging): two clock
-    /// readings and the two histograms. A task that is not counted is not timed.
+    /// only lanes need (the lane switch, nested time, the reserve, charging): at most two
+    /// clock readings and the two histograms. A task that is not counted is not timed.
+    ///
+    /// A task that follows another here with nothing in between but taking it from its
+    /// queue starts its clock where the other ended (`last_end`), or where it was queued if
+    /// that is later: one clock reading per task instead of two, and the run time counts
+    /// the taking (tens of nanoseconds; about 13 ns is what one reading of the time-stamp
+    /// counter costs). Any other path a worker takes between tasks (finding nothing, an
+    /// uncounted job) clears `last_end`, so idle time is never counted as a task's.
     #[inline]
     fn run_timed(&self, job: Job, counted: bool) {
+        // Taken: a task that runs nested inside this one (a join's wait) must not start
+        // where the task before this one ended.
+        let last_end = self.last_end.replace(0);
         if !counted {
             return self.run_plain(job, false);
         }
         let reg = &*self.registry;
         let queued_at = job.queued_at_ns();
-        let start = reg.now_ns();
+        let start = if last_end != 0 {
+            last_end.max(queued_at)
+        } else {
+            reg.now_ns()
+        };
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
         let Some(end) = self.end_of(result) else {
             return;
         };
-        let run = reg.now_ns().saturating_sub(start);
+        let now = reg.now_ns();
+        // Tasks this one ran nested (while it waited) cleared it: ours is the latest end.
+        self.last_end.set(now.max(1));
+        let run = now.saturating_sub(start);
         if let Some(latency) = &reg.latency {
             let mine = latency.worker(self.index);
             mine.wait.record_owned(start.saturating_sub(queued_at));

@@ -64,6 +64,7 @@ impl WorkerThread {
                 // we wait for may be that scope's; sleep/README.md, "Scope counts held by
                 // workers").
                 self.credit().settle();
+                self.last_end.set(0); // as in `go_idle`
                 if rounds >= spin_limit {
                     break;
                 }
