@@ -267,7 +267,11 @@ impl Registry {
     /// The lane of a task submitted from a thread that is not one of our workers, when the
     /// caller named `lane` (or not): the lane of the innermost task this thread runs for us
     /// off the workers, if any, else the first.
+    #[inline]
     pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
+        if self.lanes.len() == 1 {
+            return 0; // one lane: no thread-local lookup (28 instructions a submit, callgrind)
+        }
         lane.unwrap_or_else(|| {
             let id = ptr_id(self);
             OFF_WORKER
