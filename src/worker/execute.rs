@@ -42,8 +42,9 @@ impl WorkerThread {
 
     /// Runs an entry of a join deque: a join half (not counted) or a scope task of a pool
     /// with one lane and no latency tracking (counted), neither of which is ever injected,
-    /// reserved, discarded or timed (`JobRef`).
-    #[inline]
+    /// reserved, discarded or timed (`JobRef`). Always inline: out of line it cost a
+    /// spawned scope task 15 instructions (callgrind, 222 against 237).
+    #[inline(always)]
     pub(crate) fn execute_ref(&self, job: JobRef) {
         debug_assert!(
             self.plain || !job.counted(),
