@@ -323,7 +323,7 @@ impl WorkerThread {
             }
             // Our join deque first: between tasks it holds scope tasks our last task spawned
             // (`spawns_by_ref`), which run on the two-word path (`execute_ref`).
-            if let Some(job) = self.joins.pop() {
+            if let Some(job) = self.pop_own_ref() {
                 if searching {
                     searching = false;
                     self.stop_searching();

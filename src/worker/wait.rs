@@ -40,7 +40,7 @@ impl WorkerThread {
                 }
                 // Our join deque first (spawned work only, so also while paused): the
                 // two-word path of a scope task (`execute_ref`).
-                if let Some(job) = self.joins.pop() {
+                if let Some(job) = self.pop_own_ref() {
                     if searching {
                         searching = false;
                         self.stop_searching();
