@@ -397,8 +397,11 @@ impl PoolBuilder {
     }
 
     /// Records each task's queue wait (submit → start) and run time (start → end) in
-    /// histograms that [`Pool::stats`] reports. Off by default: it reads the clock three
-    /// times per task (submit, start, end). On x86-64 Linux whose kernel keeps time with the
+    /// histograms that [`Pool::stats`] reports. Off by default: it reads the clock at
+    /// submit and at the end of each task, and at its start unless the worker comes
+    /// straight from another task: then the start is that task's end, or the submit if that
+    /// was later, so the run time includes taking the task from its queue (tens of
+    /// nanoseconds), and idle time never counts. On x86-64 Linux whose kernel keeps time with the
     /// time-stamp counter, the clock is that counter, read directly (its rate is measured
     /// once per process, a 200 µs spin when the first such pool is built); elsewhere it is
     /// [`std::time::Instant`].
