@@ -1,6 +1,7 @@
 //! The clock of latency stamps and lane charging: nanoseconds since a pool started.
 //!
-//! A pool that tracks latency reads it three times per task (queued, started, ended), and a
+//! A pool that tracks latency reads it up to three times per task (queued, started, ended;
+//! a task that follows another on a worker starts where that one ended), and a
 //! pool with lanes twice. `Instant::now` plus the subtraction and the conversion to
 //! nanoseconds cost about 90 instructions a reading (callgrind, `scripts/callgrind.sh`'s
 //! probe with `flock-latency`). Where the kernel itself keeps time with the time-stamp
