@@ -4,7 +4,8 @@
 # and built with --cfg flock_canary_push (no fence after a local push) the models of a task
 # that blocks after pushing locally (onto its task deque, and onto its join deque) must fail,
 # and built with --cfg flock_canary_credit (a worker never gives back the units of a scope's
-# count it keeps) the scope model must fail.
+# count it keeps) the scope model must fail, and built with --cfg flock_canary_ring (the
+# re-check does not follow a submitter ring to the ring it grew into) the ring model must fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -85,6 +86,20 @@ for model in loom_push_locally_then_block loom_join_half_stolen_while_the_first_
         exit 1
     fi
 done
+
+echo "== loom canary: a re-check that misses a submitter's grown ring must hang its model"
+model=loom_ring_grows_under_a_racing_worker
+if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_ring" \
+    cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
+    echo "loom canary (ring): FAILED - the re-check without the grown ring passed $model" >&2
+    tail -20 "$log" >&2
+    exit 1
+fi
+if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary (ring): $model caught it: /"; then
+    echo "loom canary (ring): the build failed for another reason" >&2
+    tail -20 "$log" >&2
+    exit 1
+fi
 
 echo "== loom canary: a worker that never gives back a scope's units it keeps must hang the scope"
 model=loom_scope_units_kept_by_workers_are_given_back

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stress, shutdown-race and wait tests under ThreadSanitizer, std rebuilt with it
+# The stress, shutdown-race and wait tests (and the submitter rings' unit tests) under ThreadSanitizer, std rebuilt with it
 # (-Zbuild-std), with only crossbeam-deque's documented suppressions (scripts/tsan.supp).
 # Zero reports, or it fails. Skipped with a notice where nightly (and rust-src) is missing.
 set -euo pipefail
@@ -39,6 +39,15 @@ grep -E "^test result" "$log"
 echo "== tsan: the lane reserve and tasks run off the workers (lanes.rs)"
 if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool --test lanes -- \
     reserve caller >>"$log" 2>&1; then
+    grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
+    echo "tsan: FAILED" >&2
+    exit 1
+fi
+grep -E "^test result" "$log" | tail -1
+# The submitter rings by themselves: two consumers racing one producer across ring growth,
+# and rings handed from thread to thread (the unit tests of src/submitq.rs).
+echo "== tsan: submitter rings (submitq unit tests)"
+if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool --lib submitq >>"$log" 2>&1; then
     grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "tsan: FAILED" >&2
     exit 1

@@ -98,6 +98,11 @@ pub struct PoolBuilder {
     lanes: Option<Vec<(String, u32)>>,
     lane_reserve: bool,
     max_workers: Option<usize>,
+    /// Under loom: whether submits from outside go through submitter rings. Only the models
+    /// written for the rings turn them on (`loom_rings`); the others keep the model
+    /// injector, whose state space they were sized for (with rings, one of them ran past
+    /// 14 minutes where the whole suite took 8).
+    loom_rings: bool,
 }
 
 /// The checked configuration the registry runs on.
@@ -121,6 +126,8 @@ pub(crate) struct Config {
     /// Whether a pool whose lanes differ in weight has a lane reserve.
     pub(crate) lane_reserve: bool,
     pub(crate) fifo: bool,
+    /// Submitter rings per lane (`submitq.rs`).
+    pub(crate) submit_rings: usize,
     pub(crate) thread_name: NameFn,
     pub(crate) stack_size: Option<usize>,
 }
@@ -145,6 +152,7 @@ impl Default for PoolBuilder {
             lanes: None,
             lane_reserve: true,
             max_workers: None,
+            loom_rings: false,
         }
     }
 }
@@ -508,6 +516,13 @@ impl PoolBuilder {
         self
     }
 
+    /// Under loom: submits from outside go through submitter rings (see `loom_rings`).
+    #[cfg(all(flock_loom, test))]
+    pub(crate) fn loom_rings(mut self) -> Self {
+        self.loom_rings = true;
+        self
+    }
+
     /// Checks the configuration and starts the workers. Returns once every worker is running
     /// (and pinned, when asked). A configuration that cannot work is a [`BuildError`] that
     /// says what to change, before any thread starts.
@@ -588,6 +603,11 @@ impl PoolBuilder {
             lanes,
             lane_reserve: self.lane_reserve,
             fifo: self.fifo,
+            submit_rings: if cfg!(flock_loom) && !self.loom_rings {
+                0
+            } else {
+                crate::submitq::RINGS
+            },
             thread_name,
             stack_size: self.stack_size,
         };

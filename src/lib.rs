@@ -153,8 +153,9 @@
 //! # How it works
 //!
 //! Each worker owns a Chase-Lev deque (`crossbeam-deque`); tasks submitted from outside the
-//! pool go to a shared injector, tasks submitted by tasks go to their worker's own deque, and
-//! idle workers steal. Idle workers spin briefly, then park on a futex with no timer. The
+//! pool go to a FIFO ring of the submitting thread's own (a shared injector once sixteen
+//! threads hold one), tasks submitted by tasks go to their worker's own deque, and idle
+//! workers steal. Idle workers spin briefly, then park on a futex with no timer. The
 //! protocol that makes that safe (no lost wake-up, no thundering herd) is written down in
 //! [`src/sleep/README.md`](https://github.com/flock-pool/flock/blob/main/src/sleep/README.md),
 //! and checked with loom, Miri and ThreadSanitizer. A submit racing `shutdown` is either run
@@ -193,6 +194,7 @@ mod scope;
 mod slab;
 mod sleep;
 mod spawn;
+mod submitq;
 mod sync;
 mod unwind;
 mod worker;

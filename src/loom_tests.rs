@@ -24,6 +24,18 @@ fn pool(workers: usize) -> Pool {
         .expect("pool")
 }
 
+/// `pool`, with submits from outside through submitter rings (`PoolBuilder::loom_rings`).
+fn ring_pool(workers: usize) -> Pool {
+    Pool::builder()
+        .workers(workers)
+        .max_workers(workers)
+        .spin_limit(0)
+        .capacity(4)
+        .loom_rings()
+        .build()
+        .expect("pool")
+}
+
 fn counter() -> Arc<AtomicUsize> {
     Arc::new(AtomicUsize::new(0))
 }
@@ -626,5 +638,78 @@ fn loom_group_task_racing_the_waits_park() {
         group.wait().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
         pool.shutdown().unwrap();
+    });
+}
+
+/// The submitter's ring growing while a worker takes from it: the main thread submits three
+/// tasks, the third into a second ring (a ring has two slots under loom), while the one
+/// worker takes them and moves the queue's front on. Every task runs once; a worker that
+/// parks without seeing one (in either ring) deadlocks `wait`.
+#[test]
+fn loom_ring_grows_under_a_racing_worker() {
+    model("loom_ring_grows_under_a_racing_worker", || {
+        let pool = ring_pool(1);
+        let ran = counter();
+        for _ in 0..3 {
+            let r = ran.clone();
+            pool.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        }
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 3);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A ring by itself (`SharedQueue`): one producer pushes three jobs (the third grows the
+/// ring) while two consumers take what they find; the rest is drained after. Each job runs
+/// exactly once, each consumer takes its jobs oldest first, and loom's `UnsafeCell` on the
+/// slots reports any unsynchronised access to a job.
+#[test]
+fn loom_ring_two_takers_across_growth() {
+    use crate::job::{Job, Outcome};
+    use crate::submitq::SharedQueue;
+    model("loom_ring_two_takers_across_growth", || {
+        let queue = Arc::new(SharedQueue::new(crate::submitq::RINGS));
+        let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..3).map(|_| AtomicUsize::new(0)).collect());
+        let take = |queue: Arc<SharedQueue>, start: usize| {
+            loom::thread::spawn(move || {
+                let mut took = Vec::new();
+                for k in 0..2 {
+                    if let Some(job) = queue.steal(start + k) {
+                        took.push(job.queued_at_ns());
+                        job.run();
+                    }
+                }
+                took
+            })
+        };
+        let a = take(queue.clone(), 0);
+        let b = take(queue.clone(), 1);
+        for i in 0..3 {
+            let runs = runs.clone();
+            let mut job = Job::new(
+                move || {
+                    runs[i].fetch_add(1, Ordering::SeqCst);
+                    Outcome::Done
+                },
+                0,
+            );
+            job.stamp(i as u64);
+            queue.push_submitted(job);
+        }
+        for took in [a.join().unwrap(), b.join().unwrap()] {
+            assert!(
+                took.windows(2).all(|w| w[0] < w[1]),
+                "out of order: {took:?}"
+            );
+        }
+        while let Some(job) = queue.steal(0) {
+            job.run();
+        }
+        assert!(queue.is_empty());
+        assert!(runs.iter().all(|r| r.load(Ordering::SeqCst) == 1));
     });
 }

@@ -36,7 +36,9 @@ pub(crate) fn purge(reg: &Registry) -> usize {
     };
     let lanes = reg.lanes.len();
     for lane in 0..lanes {
-        purge.drain(lane, || reg.lanes[lane].injector.steal());
+        while let Some(job) = reg.lanes[lane].shared.steal(0) {
+            purge.take(job, lane);
+        }
     }
     for (i, stealer) in reg.stealers.iter().enumerate() {
         purge.drain(i % lanes, || stealer.steal());
@@ -89,7 +91,7 @@ impl Purge<'_> {
         let reg = self.reg;
         let n = self.kept.len();
         for (job, lane) in self.kept {
-            reg.lanes[lane].injector.push(job);
+            reg.lanes[lane].shared.push(job);
         }
         if n > 0 {
             // F1 and the state test, as for any push to a shared queue: a worker that looked

@@ -18,12 +18,13 @@ use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
 use crate::builder::Config;
 use crate::clock::Clock;
-use crate::deque::{Injector, Stealer, Worker as Deque};
+use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
 use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
 use crate::sleep::Sleep;
+use crate::submitq::SharedQueue;
 use crate::sync::thread::JoinHandle;
 use crate::sync::{fence, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
@@ -46,7 +47,8 @@ const PAUSED: usize = 1;
 
 /// One lane's shared queue and its share.
 pub(crate) struct LaneQueue {
-    pub(crate) injector: Injector<Job>,
+    /// The injector and the submitting threads' rings (`submitq.rs`).
+    pub(crate) shared: SharedQueue,
     /// Jobs put into this lane's bundles beyond one per bundle (whose queue entry `len()`
     /// counts while it is queued), plus one per bundle entry dropped for good: what
     /// `Stats::queued` adds, less the jobs claimed so far (`LaneStat::Claimed`). A gauge,
@@ -188,7 +190,7 @@ impl Registry {
             .lanes
             .iter()
             .map(|&(_, weight)| LaneQueue {
-                injector: Injector::new(),
+                shared: SharedQueue::new(cfg.submit_rings),
                 bundled: AtomicUsize::new(0),
                 stride: ((1u64 << 16) / u64::from(weight)).max(1),
             })
@@ -296,7 +298,7 @@ impl Registry {
                 // bit cleared in its look before sleeping, or we see it asleep here.
                 fence(Ordering::SeqCst);
                 for lane in 0..self.lanes.len() {
-                    if !self.lanes[lane].injector.is_empty() {
+                    if !self.lanes[lane].shared.is_empty() {
                         reserve.notify(self, lane);
                     }
                 }

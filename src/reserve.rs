@@ -12,7 +12,6 @@
 //! The protocol, and why a missed wake-up of the reserve can delay a task but never lose one
 //! (the workers still run everything queued), is in `sleep/README.md`, "The lane reserve".
 
-use crate::deque::Steal;
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto, Stat};
 use crate::registry::Registry;
@@ -101,7 +100,7 @@ impl Reserve {
                 // `order` is heaviest first: the rest are no heavier either.
                 return;
             }
-            if !reg.lanes[lane].injector.is_empty() {
+            if !reg.lanes[lane].shared.is_empty() {
                 return self.notify(reg, lane);
             }
         }
@@ -135,7 +134,7 @@ impl Reserve {
         if weight == self.min_weight || self.state.load(Ordering::Relaxed) != ASLEEP {
             return;
         }
-        if reg.lanes[lane].injector.len() <= 1
+        if reg.lanes[lane].shared.len() <= 1
             && self.would_wait(reg, weight as usize)
             && self.state.swap(AWAKE, Ordering::SeqCst) == ASLEEP
         {
@@ -184,7 +183,7 @@ impl Reserve {
     fn anything_to_serve(&self, reg: &Registry) -> bool {
         !Registry::paused(reg.control())
             && self.order.iter().any(|&lane| {
-                !reg.lanes[lane].injector.is_empty()
+                !reg.lanes[lane].shared.is_empty()
                     && self.would_wait(reg, reg.cfg.lanes[lane].1 as usize)
             })
     }
@@ -196,18 +195,11 @@ impl Reserve {
             return false;
         }
         for &lane in self.order.iter() {
-            let queue = &reg.lanes[lane].injector;
+            let queue = &reg.lanes[lane].shared;
             if queue.is_empty() || !self.would_wait(reg, reg.cfg.lanes[lane].1 as usize) {
                 continue;
             }
-            let job = loop {
-                match queue.steal() {
-                    Steal::Success(job) => break Some(job),
-                    Steal::Empty => break None,
-                    Steal::Retry => std::hint::spin_loop(),
-                }
-            };
-            if let Some(job) = job {
+            if let Some(job) = queue.steal(0) {
                 self.execute(reg, job, lane);
                 return true;
             }
@@ -236,7 +228,7 @@ impl Reserve {
             // already spent on workers that looked while we held the job: F1 and the state
             // test, as for any push to a shared queue. A `wait()` that looked at the queues
             // while we held it is told again.
-            reg.lanes[lane].injector.push(job);
+            reg.lanes[lane].shared.push(job);
             reg.sleep.notify_new_work();
             reg.after_finish_off_worker();
             return;
@@ -276,7 +268,7 @@ impl Reserve {
         if rest == 0 {
             reg.bundle_entry_dropped(lane, bundle);
         } else {
-            reg.lanes[lane].injector.push(Job::bundle_entry(bundle));
+            reg.lanes[lane].shared.push(Job::bundle_entry(bundle));
             reg.sleep.notify_new_work_n(rest);
         }
         Some(first)

@@ -6,16 +6,43 @@
 //! come through here: they stay outside loom so they do not blow up its state space.
 
 #[cfg(not(flock_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(not(flock_loom))]
 pub(crate) use std::sync::Arc;
 
 #[cfg(flock_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(flock_loom)]
 pub(crate) use loom::sync::Arc;
 
 use std::time::Instant;
+
+/// A cell whose contents a protocol hands from thread to thread (the slots of
+/// `submitq::Ring`): std's `UnsafeCell` behind loom's closure-based API, or loom's own, which
+/// reports two unsynchronised accesses as a data race.
+#[cfg(flock_loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+#[cfg(not(flock_loom))]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(flock_loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a pointer to the contents; the caller's protocol makes the access
+    /// exclusive.
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
 
 /// `thread_local!` from std, or from loom (whose threads share one OS thread).
 macro_rules! facade_thread_local {

@@ -112,6 +112,15 @@ pub(crate) struct WorkerThread {
     joins: Deque<JobRef>,
     registry: Arc<Registry>,
     rng: Cell<u64>,
+    /// Where the next look at a lane's shared queue starts among its sources (the rings of
+    /// the submitting threads and the injector, `SharedQueue::steal`): moved on every look,
+    /// so that a source that is always refilled cannot keep the others waiting.
+    probe: Cell<usize>,
+    /// The submitter's ring (one-lane pools) our last job from the shared queue came from,
+    /// and how many more jobs we take from it before looking at every source again
+    /// (`take_held_ring`); `submitq::INJECTOR` when none.
+    held_ring: Cell<usize>,
+    held_left: Cell<u32>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
     plain: bool,
     /// One lane with latency tracking: `execute` times the task and nothing else
@@ -198,6 +207,9 @@ pub(crate) fn run(
         locals,
         joins,
         rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
+        probe: Cell::new(index),
+        held_ring: Cell::new(crate::submitq::INJECTOR),
+        held_left: Cell::new(0),
         unflushed: Cell::new(0),
         lane: Cell::new(0),
         vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
@@ -408,14 +420,14 @@ impl WorkerThread {
         let mut moved = 0;
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
-                reg.lanes[lane].injector.push(job);
+                reg.lanes[lane].shared.push(job);
                 moved += 1;
             }
         }
         // Scope tasks our last task spawned (join halves there are none: no join is on our
         // stack). Join deques exist in one-lane pools only.
         while let Some(job) = self.joins.pop() {
-            reg.lanes[0].injector.push(job.into_job());
+            reg.lanes[0].shared.push(job.into_job());
             moved += 1;
         }
         if moved > 0 {
@@ -497,7 +509,7 @@ impl WorkerThread {
     /// mailbox included.
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
-        reg.lanes.iter().any(|l| !l.injector.is_empty())
+        reg.lanes.iter().any(|l| !l.shared.is_empty())
             || reg.stealers.iter().any(|s| !s.is_empty())
             || reg.join_stealers.iter().any(|s| !s.is_empty())
             || reg.mailboxes.has(self.index)

@@ -261,7 +261,7 @@ impl Registry {
     /// the jobs still inside bundles. A gauge (Relaxed reads at different moments, clamped).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
         let lanes = self.lanes.len();
-        let mut entries = self.lanes[i].injector.len()
+        let mut entries = self.lanes[i].shared.len()
             + (0..self.stealers.len() / lanes)
                 .map(|w| self.stealers[w * lanes + i].len())
                 .sum::<usize>();

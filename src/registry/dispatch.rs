@@ -154,11 +154,13 @@ impl Registry {
         let queue = &self.lanes[lane];
         if n < MIN_BUNDLE {
             for job in jobs.drain(..) {
-                queue.injector.push(job);
+                queue.shared.push_submitted(job);
             }
         } else {
             queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
-            queue.injector.push(Job::bundle(std::mem::take(jobs)));
+            queue
+                .shared
+                .push_submitted(Job::bundle(std::mem::take(jobs)));
         }
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
         // takes it up search (spin), steal its entry from that one's deque and claim from it.
@@ -246,7 +248,7 @@ impl Registry {
                 } else {
                     INJECTED
                 });
-                this.lanes[lane].injector.push(job);
+                this.lanes[lane].shared.push_submitted(job);
                 if let Some(reserve) = &this.reserve {
                     // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
                     // reserve"), so a pool with one pays it on every push.

@@ -110,7 +110,7 @@ impl Registry {
 
     /// Whether any shared queue or worker deque holds a job.
     fn anything_queued(&self) -> bool {
-        self.lanes.iter().any(|l| !l.injector.is_empty())
+        self.lanes.iter().any(|l| !l.shared.is_empty())
             || self.stealers.iter().any(|s| !s.is_empty())
             || self.join_stealers.iter().any(|s| !s.is_empty())
     }

@@ -83,7 +83,7 @@ impl WorkerThread {
     pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
         let reg = &*self.registry;
         if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
-            reg.lanes[lane].injector.push(job);
+            reg.lanes[lane].shared.push(job);
             // `resume` may have come between the load and the push: F1 and the state test.
             reg.sleep.notify_new_work();
             return false;
@@ -189,7 +189,7 @@ impl WorkerThread {
             if job.flags() & INJECTED == 0 {
                 return Some((job, lane));
             }
-            self.registry.lanes[lane].injector.push(job);
+            self.registry.lanes[lane].shared.push(job);
         }
     }
 }

@@ -1,0 +1,739 @@
+//! A lane's shared queue: crossbeam's injector, and one FIFO ring per thread that submits
+//! from outside the pool (sleep/README.md, "Submitter rings").
+//!
+//! An outside submit used to go through the injector: a CAS on its tail and a `fetch_or` on
+//! the slot (two locked instructions), a 3 KB block allocated and zeroed every 63 jobs, and
+//! on the worker's side a CAS on the head and another `fetch_or`. A thread that submits now
+//! claims a ring of its own in the lane (`Claim`, kept in a thread-local list): pushing is
+//! a store of the job, a Release store of the slot's sequence number and a store of the
+//! tail, with no read-modify-write; a worker takes the oldest job with one CAS on the ring's
+//! head. The injector stays for jobs a worker hands back (a pause, a purge, the lane reserve)
+//! and for threads that find every ring taken.
+//!
+//! **Order.** One thread's jobs go to one place for as long as it lives: its ring, or the
+//! injector if none was free when it first submitted to the lane. Workers take a ring's jobs
+//! oldest first, one at a time, so "FIFO within a lane" holds as it did with the injector.
+//!
+//! **A ring that fills** is not waited on: the owner links a ring twice its size after it
+//! (`Ring::next`) and pushes there. Consumers drain the old ring, then move the queue's
+//! `front` on. Rings are freed with the queue, never before, so a consumer never reads freed
+//! memory (no epoch scheme needed); a queue's memory is at most twice its largest backlog.
+
+use crate::deque::{Injector, Steal};
+use crate::job::Job;
+use crate::sync::{facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use crossbeam_utils::CachePadded;
+use std::cell::{Cell, RefCell};
+use std::mem::MaybeUninit;
+use std::ptr;
+// std's `Arc`, also under loom: a queue is held by the threads that claimed it (in their
+// thread-locals) as well as by its lane, and its count is no part of the protocol.
+use std::sync::Arc as Held;
+
+/// Rings per lane. A thread that finds them all taken submits through the injector.
+pub(crate) const RINGS: usize = if cfg!(flock_loom) { 2 } else { 16 };
+/// Jobs in a queue's first ring (5 words each, plus a sequence word). Small under loom and
+/// Miri so that the models and tests go through a ring's growth.
+const FIRST_CAPACITY: usize = if cfg!(any(flock_loom, miri)) { 2 } else { 256 };
+
+/// What `SharedQueue::steal_noting` says of a job taken from the injector.
+pub(crate) const INJECTOR: usize = usize::MAX;
+
+/// Queue identities for the thread-local claims: never reused, unlike addresses.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// One lane's shared queue.
+pub(crate) struct SharedQueue {
+    injector: Injector<Job>,
+    submitters: Box<[Held<SubmitterQueue>]>,
+    /// How many of `submitters` were ever claimed (a prefix grows: claims take the first
+    /// free one). Consumers look at these only.
+    used: AtomicUsize,
+    id: u64,
+}
+
+impl SharedQueue {
+    /// A queue with `rings` submitter rings (`Config::submit_rings`: `RINGS`, or none
+    /// under loom in the models not written for them).
+    pub(crate) fn new(rings: usize) -> SharedQueue {
+        SharedQueue {
+            injector: Injector::new(),
+            submitters: (0..rings)
+                .map(|_| Held::new(SubmitterQueue::new()))
+                .collect(),
+            used: AtomicUsize::new(0),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Queues a job a worker or the pool hands back (not a fresh submit): onto the injector.
+    pub(crate) fn push(&self, job: Job) {
+        self.injector.push(job);
+    }
+
+    /// Queues a job submitted from outside the pool, onto the calling thread's ring (claimed
+    /// on its first submit to this lane), or the injector if it has none. The caller then
+    /// does the light side of the barrier (or F1), as after any push.
+    #[inline]
+    pub(crate) fn push_submitted(&self, job: Job) {
+        // The ring this thread pushed to last: one thread-local load, no borrow flag.
+        let (id, queue) = LAST.try_with(Cell::get).unwrap_or((0, ptr::null()));
+        if id == self.id {
+            // SAFETY: `LAST` names a queue this thread holds (its `Claim` in `CLAIMS`, which
+            // keeps the queue alive and clears `LAST` before it lets go), so we are its
+            // only owner.
+            unsafe { (*queue).push(job) };
+        } else {
+            self.push_claiming(job);
+        }
+    }
+
+    /// `push_submitted` when the thread's last push went to another lane's queue, or it
+    /// has no ring in this lane: find its claim, or claim a ring now.
+    #[cold]
+    fn push_claiming(&self, job: Job) {
+        let held = CLAIMS.try_with(|claims| {
+            let mut claims = claims.borrow_mut();
+            let held = match claims.0.iter().find(|c| c.queue == self.id) {
+                Some(claim) => claim.held.clone(),
+                None => {
+                    let held = self.claim();
+                    claims.0.push(Claim {
+                        queue: self.id,
+                        held: held.clone(),
+                    });
+                    held
+                }
+            };
+            if let Some(queue) = &held {
+                let _ = LAST.try_with(|last| last.set((self.id, Held::as_ptr(queue))));
+            }
+            held
+        });
+        match held {
+            // SAFETY: our claim makes us the queue's only owner.
+            Ok(Some(queue)) => unsafe { queue.push(job) },
+            // No ring was free when this thread first submitted here (it keeps to the
+            // injector, so its jobs stay in order), or its thread-locals are gone (a submit
+            // from another thread-local's destructor).
+            Ok(None) | Err(_) => self.injector.push(job),
+        }
+    }
+
+    /// The first free queue, now owned by the calling thread, or `None` if all are taken.
+    fn claim(&self) -> Option<Held<SubmitterQueue>> {
+        for (i, queue) in self.submitters.iter().enumerate() {
+            // Acquire: pairs with the Release in `Claim::drop` of the previous owner, whose
+            // pushes (the rings' tails, `back`) thus happen before ours.
+            if !queue.owned.load(Ordering::Relaxed)
+                && queue
+                    .owned
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                queue.prepare();
+                // Release: with `prepare`'s Release store of `front`, consumers that count
+                // this queue in (Acquire) find its ring initialised.
+                self.used.fetch_max(i + 1, Ordering::Release);
+                return Some(queue.clone());
+            }
+        }
+        None
+    }
+
+    /// The oldest job of one of the lane's sources: the rings and the injector, looked at
+    /// from a place `start` picks (workers pass a counter of theirs, so that no source waits
+    /// behind another that is always refilled). The injector's `Retry` is retried here.
+    #[inline]
+    pub(crate) fn steal(&self, start: usize) -> Option<Job> {
+        self.steal_noting(start).map(|(job, _)| job)
+    }
+
+    /// `steal`, saying where the job came from: the index of a ring (for `steal_ring`), or
+    /// `INJECTOR`.
+    #[inline]
+    pub(crate) fn steal_noting(&self, start: usize) -> Option<(Job, usize)> {
+        // Acquire: pairs with `claim`'s Release.
+        let n = self.used.load(Ordering::Acquire);
+        // Sources 0..n are rings, n the injector. `start` scaled to 0..=n without a
+        // division (Lemire's multiply-shift, on a hash of the counter).
+        let pick = (start as u32).wrapping_mul(0x9E37_79B9);
+        let mut i = ((u64::from(pick) * (n as u64 + 1)) >> 32) as usize;
+        for _ in 0..=n {
+            if i == n {
+                if let Some(job) = self.steal_injector() {
+                    return Some((job, INJECTOR));
+                }
+                i = 0;
+            } else {
+                if let Some(job) = self.submitters[i].steal() {
+                    return Some((job, i));
+                }
+                i += 1;
+            }
+        }
+        None
+    }
+
+    /// The oldest job of ring `i` alone (a worker that took its last job there looks there
+    /// first: `WorkerThread::take_held_ring`).
+    #[inline]
+    pub(crate) fn steal_ring(&self, i: usize) -> Option<Job> {
+        self.submitters[i].steal()
+    }
+
+    fn steal_injector(&self) -> Option<Job> {
+        // `is_empty` first: two loads, where an empty `steal` also fences.
+        while !self.injector.is_empty() {
+            match self.injector.steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+        None
+    }
+
+    /// Whether every source is empty: the sleep protocol's re-check (after F2 and the
+    /// heavy barrier, so it sees every push made before the pusher's F1 or light barrier).
+    pub(crate) fn is_empty(&self) -> bool {
+        let n = self.used.load(Ordering::Acquire);
+        self.injector.is_empty() && self.submitters[..n].iter().all(|q| q.is_empty())
+    }
+
+    /// Jobs queued, a gauge.
+    pub(crate) fn len(&self) -> usize {
+        let n = self.used.load(Ordering::Acquire);
+        self.injector.len() + self.submitters[..n].iter().map(|q| q.len()).sum::<usize>()
+    }
+}
+
+/// A thread's hold on one lane's queue, in its thread-local `CLAIMS`: `held` is `None` when
+/// every ring was taken (the thread then submits through the injector, for good, so its jobs
+/// stay in order). Dropped with the thread, which frees the queue for another.
+struct Claim {
+    queue: u64,
+    held: Option<Held<SubmitterQueue>>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(queue) = &self.held {
+            // Release: pairs with `claim`'s Acquire (see there).
+            queue.owned.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// A thread's claims, one per lane it submitted to.
+struct Claims(Vec<Claim>);
+
+impl Drop for Claims {
+    fn drop(&mut self) {
+        // Before the claims let go of their queues: `LAST` must not name one after that.
+        let _ = LAST.try_with(|last| last.set((0, ptr::null())));
+    }
+}
+
+facade_thread_local! {
+    /// The lanes' queues this thread holds.
+    static CLAIMS: RefCell<Claims> = RefCell::new(Claims(Vec::new()));
+}
+
+facade_thread_local! {
+    /// The queue this thread pushed to last and its lane's id, or `(0, null)`: what
+    /// `push_submitted` looks at first. Plain data with no destructor, so it can be read
+    /// at any time in a thread's life; `Claims::drop` clears it.
+    static LAST: Cell<(u64, *const SubmitterQueue)> = Cell::new((0, ptr::null()));
+}
+
+/// One submitting thread's jobs: a chain of rings, the owner pushing onto the newest
+/// (`back`), consumers taking from the oldest with jobs left (`front`).
+struct SubmitterQueue {
+    /// Whether a thread holds this queue (its `Claim`).
+    owned: AtomicBool,
+    front: CachePadded<AtomicPtr<Ring>>,
+    /// Touched by the owner only (Relaxed): `owned` hands it from owner to owner.
+    back: AtomicPtr<Ring>,
+    /// The chain's first ring, from which `drop` frees them all.
+    first: AtomicPtr<Ring>,
+}
+
+impl SubmitterQueue {
+    fn new() -> SubmitterQueue {
+        SubmitterQueue {
+            owned: AtomicBool::new(false),
+            front: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            back: AtomicPtr::new(ptr::null_mut()),
+            first: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Gives a newly claimed queue its first ring, if it has none yet.
+    fn prepare(&self) {
+        if !self.back.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        let ring = Ring::alloc(FIRST_CAPACITY);
+        self.first.store(ring, Ordering::Relaxed);
+        self.back.store(ring, Ordering::Relaxed);
+        // Release: pairs with the consumers' Acquire loads of `front`, which then see the
+        // ring initialised.
+        self.front.store(ring, Ordering::Release);
+    }
+
+    /// Pushes `job` onto the newest ring, or onto a new one twice its size if it is full.
+    ///
+    /// # Safety
+    /// Only the thread that holds the queue (its `Claim`) may push.
+    #[inline]
+    unsafe fn push(&self, job: Job) {
+        // SAFETY: `prepare` gave the queue a ring before its first owner could push, and
+        // rings live as long as the queue.
+        let ring = unsafe { &*self.back.load(Ordering::Relaxed) };
+        // SAFETY: we are the owner, the ring's only writer (our caller's duty).
+        if let Err(job) = unsafe { ring.push(job) } {
+            // SAFETY: as above.
+            unsafe { self.push_grown(ring, job) };
+        }
+    }
+
+    /// `push` found `full` full: link a ring twice its size after it and push there.
+    ///
+    /// # Safety
+    /// As for `push`.
+    #[cold]
+    unsafe fn push_grown(&self, full: &Ring, job: Job) {
+        let grown = Ring::alloc(full.slots.len() * 2);
+        // SAFETY: nobody else can reach the new ring yet.
+        if unsafe { (*grown).push(job) }.is_err() {
+            unreachable!("a new ring has room");
+        }
+        self.back.store(grown, Ordering::Relaxed);
+        // Release: publishes the new ring and, before it, every job pushed onto `full`: a
+        // consumer that reads this pointer (Acquire) and then finds `full` empty knows that
+        // it stays empty.
+        full.next.store(grown, Ordering::Release);
+    }
+
+    /// The oldest job, moving `front` past rings drained for good.
+    fn steal(&self) -> Option<Job> {
+        // Acquire: pairs with `prepare`'s Release and with the advance below.
+        let mut ring = self.front.load(Ordering::Acquire);
+        while !ring.is_null() {
+            // SAFETY: rings live as long as the queue.
+            let r = unsafe { &*ring };
+            if let Some(job) = r.pop() {
+                return Some(job);
+            }
+            // Acquire: pairs with `push_grown`'s Release.
+            let next = r.next.load(Ordering::Acquire);
+            if next.is_null() {
+                return None;
+            }
+            // Jobs pushed onto `r` before `next` was stored are visible now: once more.
+            if let Some(job) = r.pop() {
+                return Some(job);
+            }
+            // `r` stays empty: move the front on (whoever does it first), and look there.
+            // AcqRel: a consumer that loads the new front sees the ring as we did.
+            ring =
+                match self
+                    .front
+                    .compare_exchange(ring, next, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => next,
+                    Err(now) => now,
+                };
+        }
+        None
+    }
+
+    fn is_empty(&self) -> bool {
+        // Acquire, as in `steal`.
+        let mut ring = self.front.load(Ordering::Acquire);
+        while !ring.is_null() {
+            // SAFETY: rings live as long as the queue.
+            let r = unsafe { &*ring };
+            if !r.is_empty() {
+                return false;
+            }
+            // Acquire: pairs with `push_grown`'s Release. A job pushed onto `r` after our
+            // look went there before `next` was stored, and our caller's barrier argument
+            // covers it as any push; one pushed onto the next ring is seen there.
+            ring = r.next.load(Ordering::Acquire);
+            // The canary of scripts/loom.sh: a re-check that misses a grown ring must hang
+            // `loom_ring_grows_under_a_racing_worker`.
+            if cfg!(flock_canary_ring) {
+                break;
+            }
+        }
+        true
+    }
+
+    fn len(&self) -> usize {
+        let mut n = 0;
+        let mut ring = self.front.load(Ordering::Acquire);
+        while !ring.is_null() {
+            // SAFETY: rings live as long as the queue.
+            let r = unsafe { &*ring };
+            n += r.len();
+            ring = r.next.load(Ordering::Acquire);
+        }
+        n
+    }
+}
+
+impl Drop for SubmitterQueue {
+    fn drop(&mut self) {
+        let mut ring = self.first.load(Ordering::Relaxed);
+        while !ring.is_null() {
+            // SAFETY: every ring of the chain came from `Ring::alloc` and is freed here
+            // only, once; nobody holds the queue any more.
+            let r = unsafe { Box::from_raw(ring) };
+            ring = r.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// A bounded single-producer, multi-consumer FIFO ring (Vyukov's bounded queue with one
+/// producer): each slot's sequence number says whose turn it is. For position `pos` in the
+/// slot `pos % capacity`: `pos` means free for the producer, `pos + 1` holds a job for the
+/// consumers, and the consumer that takes it stores `pos + capacity`, freeing the slot for
+/// the producer's next lap.
+struct Ring {
+    /// The next position to take; consumers claim it with a CAS.
+    head: CachePadded<AtomicUsize>,
+    /// The next position to fill; written by the producer only (read by `len`).
+    tail: CachePadded<AtomicUsize>,
+    /// The ring the producer moved on to when this one was full; null before.
+    next: AtomicPtr<Ring>,
+    slots: Box<[Slot]>,
+}
+
+struct Slot {
+    seq: AtomicUsize,
+    job: UnsafeCell<MaybeUninit<Job>>,
+}
+
+impl Ring {
+    /// A new ring of `capacity` (a power of two) free slots, on the heap.
+    fn alloc(capacity: usize) -> *mut Ring {
+        assert!(capacity.is_power_of_two(), "`slot` relies on it");
+        let slots = (0..capacity)
+            .map(|i| Slot {
+                seq: AtomicUsize::new(i),
+                job: UnsafeCell::new(MaybeUninit::uninit()),
+            })
+            .collect();
+        Box::into_raw(Box::new(Ring {
+            head: CachePadded::new(AtomicUsize::new(0)),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            next: AtomicPtr::new(ptr::null_mut()),
+            slots,
+        }))
+    }
+
+    #[inline]
+    fn slot(&self, pos: usize) -> &Slot {
+        let i = pos & (self.slots.len() - 1);
+        // SAFETY: capacities are powers of two (`alloc`), so `i < len`. (The compiler cannot
+        // see it: the bounds check cost ~8 instructions a take and a push, callgrind.)
+        unsafe { self.slots.get_unchecked(i) }
+    }
+
+    /// Appends `job`, or hands it back if the ring is full.
+    ///
+    /// # Safety
+    /// Only the ring's producer (the owner of its queue) may push.
+    #[inline]
+    unsafe fn push(&self, job: Job) -> Result<(), Job> {
+        let pos = self.tail.load(Ordering::Relaxed);
+        let slot = self.slot(pos);
+        // Acquire: pairs with the Release store by which the consumer of the previous lap
+        // freed the slot, so its read of the old job happens before our write.
+        if slot.seq.load(Ordering::Acquire) != pos {
+            return Err(job);
+        }
+        // SAFETY: the slot is free for this lap (its sequence number), and we are its only
+        // writer; no consumer reads it before the store below.
+        slot.job.with_mut(|p| unsafe { (*p).write(job) });
+        // Release: publishes the job to the consumer whose Acquire load reads `pos + 1`.
+        slot.seq.store(pos.wrapping_add(1), Ordering::Release);
+        self.tail.store(pos.wrapping_add(1), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The oldest job, if one is published.
+    #[inline]
+    fn pop(&self) -> Option<Job> {
+        let mut pos = self.head.load(Ordering::Relaxed);
+        loop {
+            let slot = self.slot(pos);
+            // Acquire: pairs with the producer's Release in `push`.
+            let seq = slot.seq.load(Ordering::Acquire);
+            match (seq.wrapping_sub(pos.wrapping_add(1)) as isize).signum() {
+                0 => {
+                    // Relaxed: the CAS only makes the position ours; the job was made visible
+                    // by the Acquire load above.
+                    match self.head.compare_exchange_weak(
+                        pos,
+                        pos.wrapping_add(1),
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            // SAFETY: position `pos` is ours alone now, and its job was
+                            // published (the sequence number we read).
+                            let job = slot.job.with_mut(|p| unsafe { (*p).assume_init_read() });
+                            // Release: our read of the job happens before the producer's
+                            // next write of the slot (its Acquire load in `push`).
+                            slot.seq
+                                .store(pos.wrapping_add(self.slots.len()), Ordering::Release);
+                            return Some(job);
+                        }
+                        Err(now) => pos = now,
+                    }
+                }
+                // Not published yet: empty.
+                -1 => return None,
+                // Our `pos` was stale (taken, or a later lap's): look again. The Release
+                // store we read happened after the head moved past `pos`, so this load sees
+                // it moved.
+                _ => pos = self.head.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// Whether no job is published at the head (a stale head is read again, as in `pop`).
+    fn is_empty(&self) -> bool {
+        let mut pos = self.head.load(Ordering::Relaxed);
+        loop {
+            let seq = self.slot(pos).seq.load(Ordering::Acquire);
+            match (seq.wrapping_sub(pos.wrapping_add(1)) as isize).signum() {
+                0 => return false,
+                -1 => return true,
+                _ => pos = self.head.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(head).min(self.slots.len())
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // No consumer or producer is left: the jobs between head and tail are published
+        // and untaken. Dropping them runs their destructors (`Job`'s `Drop` discards).
+        let tail = self.tail.load(Ordering::Relaxed);
+        let mut pos = self.head.load(Ordering::Relaxed);
+        while pos != tail {
+            // SAFETY: published and never taken (see above); read once.
+            drop(
+                self.slot(pos)
+                    .job
+                    .with_mut(|p| unsafe { (*p).assume_init_read() }),
+            );
+            pos = pos.wrapping_add(1);
+        }
+    }
+}
+
+#[cfg(all(test, not(flock_loom)))]
+mod tests {
+    use super::*;
+    use crate::job::Outcome;
+    use std::sync::atomic::{AtomicUsize as Count, Ordering as O};
+    use std::sync::{Arc, Mutex};
+
+    fn job_pushing(log: &Arc<Mutex<Vec<usize>>>, i: usize) -> Job {
+        let log = log.clone();
+        Job::new(
+            move || {
+                log.lock().unwrap().push(i);
+                Outcome::Done
+            },
+            0,
+        )
+    }
+
+    fn drain(q: &SharedQueue) -> usize {
+        let mut n = 0;
+        while let Some(job) = q.steal(n) {
+            job.run();
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn one_thread_s_jobs_come_out_in_order_across_growth() {
+        let q = SharedQueue::new(RINGS);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let n = FIRST_CAPACITY * 8 + 3;
+        for i in 0..n {
+            q.push_submitted(job_pushing(&log, i));
+        }
+        assert_eq!(q.len(), n);
+        assert!(!q.is_empty());
+        assert_eq!(drain(&q), n);
+        assert!(q.is_empty());
+        assert_eq!(*log.lock().unwrap(), (0..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn interleaved_pushes_and_pops_keep_order_and_reuse_the_ring() {
+        let q = SharedQueue::new(RINGS);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut next = 0;
+        for round in 0..50 {
+            for _ in 0..(round % 7 + 1) {
+                q.push_submitted(job_pushing(&log, next));
+                next += 1;
+            }
+            if let Some(job) = q.steal(round) {
+                job.run();
+            }
+        }
+        drain(&q);
+        assert_eq!(*log.lock().unwrap(), (0..next).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn jobs_left_in_rings_are_dropped_with_the_queue() {
+        struct Token(Arc<Count>);
+        impl Drop for Token {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, O::Relaxed);
+            }
+        }
+        let dropped = Arc::new(Count::new(0));
+        let q = SharedQueue::new(RINGS);
+        for _ in 0..FIRST_CAPACITY * 3 {
+            let t = Token(dropped.clone());
+            q.push_submitted(Job::new(
+                move || {
+                    drop(t);
+                    Outcome::Done
+                },
+                0,
+            ));
+        }
+        if let Some(job) = q.steal(0) {
+            job.run(); // one ran: its token dropped there
+        }
+        assert_eq!(dropped.load(O::Relaxed), 1);
+        // This thread's claim holds the queue too: both must let go.
+        drop(q);
+        assert_eq!(dropped.load(O::Relaxed), 1);
+        CLAIMS.with(|c| c.borrow_mut().0.clear());
+        assert_eq!(dropped.load(O::Relaxed), FIRST_CAPACITY * 3);
+    }
+
+    #[test]
+    fn threads_get_their_own_rings_until_none_is_left_then_the_injector() {
+        let q = Arc::new(SharedQueue::new(RINGS));
+        let ran = Arc::new(Count::new(0));
+        let threads = RINGS + 3;
+        let each = if cfg!(miri) { 5 } else { 100 };
+        let pushed = std::sync::Barrier::new(threads + 1);
+        let checked = std::sync::Barrier::new(threads + 1);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let (q, ran, pushed, checked) = (&q, &ran, &pushed, &checked);
+                s.spawn(move || {
+                    for _ in 0..each {
+                        let ran = ran.clone();
+                        q.push_submitted(Job::new(
+                            move || {
+                                ran.fetch_add(1, O::Relaxed);
+                                Outcome::Done
+                            },
+                            0,
+                        ));
+                    }
+                    pushed.wait();
+                    checked.wait(); // hold the claim until the main thread has looked
+                });
+            }
+            pushed.wait();
+            let owned = q
+                .submitters
+                .iter()
+                .filter(|r| r.owned.load(O::Relaxed))
+                .count();
+            assert_eq!(owned, RINGS);
+            assert_eq!(q.used.load(O::Relaxed), RINGS);
+            assert_eq!(q.injector.len(), 3 * each);
+            checked.wait();
+        });
+        // Every owner left: each ring is free again (a thread's claims go with its
+        // thread-locals, which a scope's join does not wait for), its jobs still queued.
+        let free = || q.submitters.iter().all(|r| !r.owned.load(O::Acquire));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !free() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(free());
+        assert_eq!(q.len(), threads * each);
+        assert_eq!(drain(&q), threads * each);
+        assert_eq!(ran.load(O::Relaxed), threads * each);
+    }
+
+    #[test]
+    fn consumers_racing_the_producer_take_each_job_once_and_in_order() {
+        let q = SharedQueue::new(RINGS);
+        let n: usize = if cfg!(miri) { 300 } else { 200_000 };
+        let seen: Vec<Count> = (0..n).map(|_| Count::new(0)).collect();
+        let done = Count::new(0);
+        let order: Vec<Vec<usize>> = std::thread::scope(|s| {
+            let consumers: Vec<_> = (0..2)
+                .map(|c| {
+                    let (q, done) = (&q, &done);
+                    s.spawn(move || {
+                        let mut ran = Vec::new();
+                        let mut probe = c;
+                        while done.load(O::Acquire) < n {
+                            probe += 1;
+                            if let Some(job) = q.steal(probe) {
+                                ran.push(job.queued_at_ns() as usize);
+                                job.run();
+                            }
+                        }
+                        ran
+                    })
+                })
+                .collect();
+            let (q, seen, done) = (&q, &seen, &done);
+            s.spawn(move || {
+                for (i, mark) in seen.iter().enumerate() {
+                    // SAFETY: the job runs before the scope (which owns `seen` and `done`
+                    // by borrow) ends: the consumers loop until all `n` have run.
+                    let mut job = unsafe {
+                        Job::new_unchecked(
+                            move || {
+                                mark.fetch_add(1, O::Relaxed);
+                                done.fetch_add(1, O::Release);
+                                Outcome::Done
+                            },
+                            0,
+                        )
+                    };
+                    job.stamp(i as u64); // its index, for the order check
+                    q.push_submitted(job);
+                }
+            });
+            consumers.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert!(seen.iter().all(|c| c.load(O::Relaxed) == 1));
+        // One producer: each consumer took its jobs oldest first.
+        for ran in &order {
+            assert!(ran.windows(2).all(|w| w[0] < w[1]));
+        }
+        assert_eq!(order.iter().map(Vec::len).sum::<usize>(), n);
+    }
+}
