@@ -698,7 +698,7 @@ fn loom_ring_two_takers_across_growth() {
                 0,
             );
             job.stamp(i as u64);
-            queue.push_submitted(job);
+            queue.push_submitted(job, None);
         }
         for took in [a.join().unwrap(), b.join().unwrap()] {
             assert!(

@@ -21,11 +21,13 @@
 
 use crate::deque::{Injector, Steal};
 use crate::job::Job;
+use crate::metrics::counters::{Shard, Stat};
 use crate::sync::{facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::ptr;
+use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
 // std's `Arc`, also under loom: a queue is held by the threads that claimed it (in their
 // thread-locals) as well as by its lane, and its count is no part of the protocol.
 use std::sync::Arc as Held;
@@ -74,24 +76,29 @@ impl SharedQueue {
     /// Queues a job submitted from outside the pool, onto the calling thread's ring (claimed
     /// on its first submit to this lane), or the injector if it has none. The caller then
     /// does the light side of the barrier (or F1), as after any push.
+    ///
+    /// With `count`, the job is also counted `Submitted`, before it is pushed (a reader that
+    /// sees its end sees its acceptance): on the ring, whose owner is its only writer (a
+    /// plain store), or on `count`, the submitter's shard (a read-modify-write), if it goes
+    /// to the injector.
     #[inline]
-    pub(crate) fn push_submitted(&self, job: Job) {
+    pub(crate) fn push_submitted(&self, job: Job, count: Option<&Shard>) {
         // The ring this thread pushed to last: one thread-local load, no borrow flag.
         let (id, queue) = LAST.try_with(Cell::get).unwrap_or((0, ptr::null()));
         if id == self.id {
             // SAFETY: `LAST` names a queue this thread holds (its `Claim` in `CLAIMS`, which
             // keeps the queue alive and clears `LAST` before it lets go), so we are its
             // only owner.
-            unsafe { (*queue).push(job) };
+            unsafe { (*queue).push_counted(job, count.is_some()) };
         } else {
-            self.push_claiming(job);
+            self.push_claiming(job, count);
         }
     }
 
     /// `push_submitted` when the thread's last push went to another lane's queue, or it
     /// has no ring in this lane: find its claim, or claim a ring now.
     #[cold]
-    fn push_claiming(&self, job: Job) {
+    fn push_claiming(&self, job: Job, count: Option<&Shard>) {
         let held = CLAIMS.try_with(|claims| {
             let mut claims = claims.borrow_mut();
             let held = match claims.0.iter().find(|c| c.queue == self.id) {
@@ -112,11 +119,16 @@ impl SharedQueue {
         });
         match held {
             // SAFETY: our claim makes us the queue's only owner.
-            Ok(Some(queue)) => unsafe { queue.push(job) },
+            Ok(Some(queue)) => unsafe { queue.push_counted(job, count.is_some()) },
             // No ring was free when this thread first submitted here (it keeps to the
             // injector, so its jobs stay in order), or its thread-locals are gone (a submit
             // from another thread-local's destructor).
-            Ok(None) | Err(_) => self.injector.push(job),
+            Ok(None) | Err(_) => {
+                if let Some(shard) = count {
+                    shard.stat_shared(Stat::Submitted, 1);
+                }
+                self.injector.push(job);
+            }
         }
     }
 
@@ -153,8 +165,7 @@ impl SharedQueue {
     /// `INJECTOR`.
     #[inline]
     pub(crate) fn steal_noting(&self, start: usize) -> Option<(Job, usize)> {
-        // Acquire: pairs with `claim`'s Release.
-        let n = self.used.load(Ordering::Acquire);
+        let n = self.used();
         // Sources 0..n are rings, n the injector. `start` scaled to 0..=n without a
         // division (Lemire's multiply-shift, on a hash of the counter).
         let pick = (start as u32).wrapping_mul(0x9E37_79B9);
@@ -183,27 +194,52 @@ impl SharedQueue {
     }
 
     fn steal_injector(&self) -> Option<Job> {
-        // `is_empty` first: two loads, where an empty `steal` also fences.
-        while !self.injector.is_empty() {
+        // `is_empty` first: two loads, where crossbeam's empty `steal` also fences. (Not
+        // under loom: the model's `is_empty` takes its lock, one more step in every model,
+        // and an empty `steal` there says the same.)
+        if !cfg!(flock_loom) && self.injector.is_empty() {
+            return None;
+        }
+        loop {
             match self.injector.steal() {
                 Steal::Success(job) => return Some(job),
                 Steal::Empty => return None,
                 Steal::Retry => std::hint::spin_loop(),
             }
         }
-        None
+    }
+
+    /// How many rings were ever claimed: consumers look at those only.
+    #[inline]
+    fn used(&self) -> usize {
+        if self.submitters.is_empty() {
+            // A queue without rings (loom's models not written for them): no load, so those
+            // models explore what they did before the rings.
+            return 0;
+        }
+        // Acquire: pairs with `claim`'s Release.
+        self.used.load(Ordering::Acquire)
     }
 
     /// Whether every source is empty: the sleep protocol's re-check (after F2 and the
     /// heavy barrier, so it sees every push made before the pusher's F1 or light barrier).
     pub(crate) fn is_empty(&self) -> bool {
-        let n = self.used.load(Ordering::Acquire);
+        let n = self.used();
         self.injector.is_empty() && self.submitters[..n].iter().all(|q| q.is_empty())
+    }
+
+    /// Jobs counted `Submitted` on the rings (`push_submitted`), to add to the shards'.
+    pub(crate) fn submitted(&self) -> u64 {
+        let n = self.used();
+        self.submitters[..n]
+            .iter()
+            .map(|q| q.submitted.load(StdOrdering::Relaxed))
+            .sum()
     }
 
     /// Jobs queued, a gauge.
     pub(crate) fn len(&self) -> usize {
-        let n = self.used.load(Ordering::Acquire);
+        let n = self.used();
         self.injector.len() + self.submitters[..n].iter().map(|q| q.len()).sum::<usize>()
     }
 }
@@ -257,6 +293,10 @@ struct SubmitterQueue {
     back: AtomicPtr<Ring>,
     /// The chain's first ring, from which `drop` frees them all.
     first: AtomicPtr<Ring>,
+    /// Tasks counted `Submitted` here: written by the owner only, Relaxed (a statistic, so
+    /// outside loom). A reader that saw a task end sees its count: the store comes before
+    /// the job's publication (Release), which its worker acquired before counting the end.
+    submitted: StdAtomicU64,
 }
 
 impl SubmitterQueue {
@@ -266,6 +306,7 @@ impl SubmitterQueue {
             front: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
             back: AtomicPtr::new(ptr::null_mut()),
             first: AtomicPtr::new(ptr::null_mut()),
+            submitted: StdAtomicU64::new(0),
         }
     }
 
@@ -280,6 +321,21 @@ impl SubmitterQueue {
         // Release: pairs with the consumers' Acquire loads of `front`, which then see the
         // ring initialised.
         self.front.store(ring, Ordering::Release);
+    }
+
+    /// `push`, counting the job `Submitted` first if `count`.
+    ///
+    /// # Safety
+    /// As for `push`.
+    #[inline]
+    unsafe fn push_counted(&self, job: Job, count: bool) {
+        if count {
+            // Owner only (our caller's duty): a plain load and store.
+            let n = self.submitted.load(StdOrdering::Relaxed);
+            self.submitted.store(n + 1, StdOrdering::Relaxed);
+        }
+        // SAFETY: our caller's duty.
+        unsafe { self.push(job) }
     }
 
     /// Pushes `job` onto the newest ring, or onto a new one twice its size if it is full.
@@ -576,7 +632,7 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         let n = FIRST_CAPACITY * 8 + 3;
         for i in 0..n {
-            q.push_submitted(job_pushing(&log, i));
+            q.push_submitted(job_pushing(&log, i), None);
         }
         assert_eq!(q.len(), n);
         assert!(!q.is_empty());
@@ -592,7 +648,7 @@ mod tests {
         let mut next = 0;
         for round in 0..50 {
             for _ in 0..(round % 7 + 1) {
-                q.push_submitted(job_pushing(&log, next));
+                q.push_submitted(job_pushing(&log, next), None);
                 next += 1;
             }
             if let Some(job) = q.steal(round) {
@@ -615,13 +671,16 @@ mod tests {
         let q = SharedQueue::new(RINGS);
         for _ in 0..FIRST_CAPACITY * 3 {
             let t = Token(dropped.clone());
-            q.push_submitted(Job::new(
-                move || {
-                    drop(t);
-                    Outcome::Done
-                },
-                0,
-            ));
+            q.push_submitted(
+                Job::new(
+                    move || {
+                        drop(t);
+                        Outcome::Done
+                    },
+                    0,
+                ),
+                None,
+            );
         }
         if let Some(job) = q.steal(0) {
             job.run(); // one ran: its token dropped there
@@ -648,13 +707,16 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..each {
                         let ran = ran.clone();
-                        q.push_submitted(Job::new(
-                            move || {
-                                ran.fetch_add(1, O::Relaxed);
-                                Outcome::Done
-                            },
-                            0,
-                        ));
+                        q.push_submitted(
+                            Job::new(
+                                move || {
+                                    ran.fetch_add(1, O::Relaxed);
+                                    Outcome::Done
+                                },
+                                0,
+                            ),
+                            None,
+                        );
                     }
                     pushed.wait();
                     checked.wait(); // hold the claim until the main thread has looked
@@ -724,7 +786,7 @@ mod tests {
                         )
                     };
                     job.stamp(i as u64); // its index, for the order check
-                    q.push_submitted(job);
+                    q.push_submitted(job, None);
                 }
             });
             consumers.into_iter().map(|c| c.join().unwrap()).collect()

@@ -154,3 +154,44 @@ fn detached_task_whose_value_destructor_panics_counts_completed() {
         },
     );
 }
+
+/// Outside threads beyond the pool's sixteen submitter rings per lane: the first ones count
+/// their tasks `Submitted` on their rings, the rest on their shards (they go through the
+/// injector). At quiescence the two add up to exactly what ran, while the threads still
+/// hold their rings and after they have ended.
+#[test]
+fn submitted_counts_add_up_across_rings_and_the_injector() {
+    let pool = flock::Pool::builder().workers(2).build().unwrap();
+    let threads = 20;
+    let each = if cfg!(miri) { 5 } else { 500 };
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let pushed = std::sync::Barrier::new(threads + 1);
+    let checked = std::sync::Barrier::new(threads + 1);
+    let total = (threads * each) as u64;
+    let while_held = std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (pool, ran, pushed, checked) = (&pool, &ran, &pushed, &checked);
+            s.spawn(move || {
+                for _ in 0..each {
+                    let ran = ran.clone();
+                    pool.submit(move || {
+                        ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    })
+                    .unwrap();
+                }
+                pushed.wait();
+                checked.wait();
+            });
+        }
+        pushed.wait();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        checked.wait(); // (asserted outside: a failed assertion here would leave them waiting)
+        (s.submitted, s.completed, s.in_flight)
+    });
+    assert_eq!(while_held, (total, total, 0));
+    pool.wait().unwrap();
+    let s = pool.stats();
+    assert_eq!((s.submitted, s.completed, s.in_flight), (total, total, 0));
+    assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), total);
+}

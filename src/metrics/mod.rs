@@ -294,7 +294,10 @@ impl Registry {
         let panicked = c.sum_proto(Proto::Panicked);
         let dropped = c.sum_proto(Proto::Dropped);
         let stat = |s| c.sum_stat(s);
-        let submitted = stat(Stat::Submitted);
+        // After the ends, as the shards' count: a task that lands in a submitter's ring is
+        // counted there (`SharedQueue::push_submitted`).
+        let submitted =
+            stat(Stat::Submitted) + self.lanes.iter().map(|l| l.shared.submitted()).sum::<u64>();
         let in_flight = submitted.saturating_sub(completed + panicked + dropped);
         let (rejected_full, rejected_timeout, rejected_shutdown, rejected_unknown_lane) = (
             stat(Stat::RejectedFull),

@@ -154,13 +154,13 @@ impl Registry {
         let queue = &self.lanes[lane];
         if n < MIN_BUNDLE {
             for job in jobs.drain(..) {
-                queue.shared.push_submitted(job);
+                queue.shared.push_submitted(job, None);
             }
         } else {
             queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
             queue
                 .shared
-                .push_submitted(Job::bundle(std::mem::take(jobs)));
+                .push_submitted(Job::bundle(std::mem::take(jobs)), None);
         }
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
         // takes it up search (spin), steal its entry from that one's deque and claim from it.
@@ -226,38 +226,42 @@ impl Registry {
         mut job: Job,
         lane: usize,
     ) {
-        shard.stat_shared(Stat::Submitted, 1);
         this.count_lane_submitted(shard, lane, 1);
         if this.latency.is_some() {
             job.stamp(this.now_ns());
         }
+        if let Route::Queue { reserved } = route {
+            // Counted `Submitted` where it lands: on the submitter's ring (a plain store) or
+            // on `shard`.
+            return this.enqueue(job, lane, reserved, Some(shard));
+        }
+        shard.stat_shared(Stat::Submitted, 1);
         Registry::dispatch_counted(this, shard, route, job, lane);
     }
 
-    fn dispatch_counted(
-        this: &Arc<Registry>,
-        shard: &Shard,
-        route: Route,
-        mut job: Job,
-        lane: usize,
-    ) {
+    /// Queues an admitted job on `lane`'s shared queue and wakes for it; with `count`, it is
+    /// counted `Submitted` too (see `SharedQueue::push_submitted`).
+    #[inline]
+    fn enqueue(&self, mut job: Job, lane: usize, reserved: bool, count: Option<&Shard>) {
+        job.add_flags(if reserved {
+            INJECTED | RESERVED
+        } else {
+            INJECTED
+        });
+        self.lanes[lane].shared.push_submitted(job, count);
+        if let Some(reserve) = &self.reserve {
+            // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
+            // reserve"), so a pool with one pays it on every push.
+            self.sleep.notify_new_work();
+            reserve.notify(self, lane);
+        } else {
+            self.sleep.notify_injected();
+        }
+    }
+
+    fn dispatch_counted(this: &Arc<Registry>, shard: &Shard, route: Route, job: Job, lane: usize) {
         match route {
-            Route::Queue { reserved } => {
-                job.add_flags(if reserved {
-                    INJECTED | RESERVED
-                } else {
-                    INJECTED
-                });
-                this.lanes[lane].shared.push_submitted(job);
-                if let Some(reserve) = &this.reserve {
-                    // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
-                    // reserve"), so a pool with one pays it on every push.
-                    this.sleep.notify_new_work();
-                    reserve.notify(this, lane);
-                } else {
-                    this.sleep.notify_injected();
-                }
-            }
+            Route::Queue { reserved } => this.enqueue(job, lane, reserved, None),
             Route::Caller => {
                 shard.stat_shared(Stat::CallerRuns, 1);
                 this.run_off_worker(shard, job, lane);
