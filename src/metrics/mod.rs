@@ -75,9 +75,9 @@ pub struct Stats {
     /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
     /// tasks it holds). *(stats)*
     pub stolen: u64,
-    /// Refused because the pool was shutting down. *(stats)* Not counted here: the tasks of
-    /// a scope, and the halves of a `join`, that run on their caller after shutdown (they
-    /// ran, and no counter counts them).
+    /// Tasks submitted from outside the pool that a worker ran: taken from a lane's shared
+    /// queue (the submitting threads' rings and the injector), or claimed from a bundle of
+    /// a batch. *(stats)*
     pub from_injector: u64,
     /// Tasks pushed by workers onto their own deques (tasks spawning tasks, `join`). *(stats)*
     pub local_pushes: u64,
@@ -90,7 +90,8 @@ pub struct Stats {
     /// Threads blocked in [`wait`](crate::Pool::wait) or
     /// [`wait_timeout`](crate::Pool::wait_timeout) now.
     pub waiters: usize,
-    /// Tasks waiting in a queue (the injector plus every worker's deque).
+    /// Tasks waiting in a queue (the lanes' shared queues, with the submitting threads'
+    /// rings, plus every worker's deque).
     pub queued: u64,
     /// The bound on queued tasks from outside (`usize::MAX`: none).
     pub capacity: usize,
