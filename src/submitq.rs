@@ -52,6 +52,9 @@ pub(crate) struct SharedQueue {
     /// free one). Consumers look at these only.
     used: AtomicUsize,
     id: u64,
+    /// Dropped with the lane: the threads' claims hold it weakly, and a claim whose lane is
+    /// gone is let go (`push_claiming`), with the rings only it still held.
+    alive: Held<()>,
 }
 
 impl SharedQueue {
@@ -65,6 +68,7 @@ impl SharedQueue {
                 .collect(),
             used: AtomicUsize::new(0),
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            alive: Held::new(()),
         }
     }
 
@@ -104,9 +108,13 @@ impl SharedQueue {
             let held = match claims.0.iter().find(|c| c.queue == self.id) {
                 Some(claim) => claim.held.clone(),
                 None => {
+                    // A thread that submits to pool after pool (one per request, say) would
+                    // otherwise keep every dropped pool's rings until it ends.
+                    claims.forget_dead_lanes();
                     let held = self.claim();
                     claims.0.push(Claim {
                         queue: self.id,
+                        alive: Held::downgrade(&self.alive),
                         held: held.clone(),
                     });
                     held
@@ -249,6 +257,8 @@ impl SharedQueue {
 /// stay in order). Dropped with the thread, which frees the queue for another.
 struct Claim {
     queue: u64,
+    /// The lane's liveness token (`SharedQueue::alive`).
+    alive: std::sync::Weak<()>,
     held: Option<Held<SubmitterQueue>>,
 }
 
@@ -263,6 +273,20 @@ impl Drop for Claim {
 
 /// A thread's claims, one per lane it submitted to.
 struct Claims(Vec<Claim>);
+
+impl Claims {
+    /// Lets go of the claims whose lanes were dropped (their pools are gone: no worker
+    /// reads those rings any more), freeing what only they held.
+    fn forget_dead_lanes(&mut self) {
+        let before = self.0.len();
+        self.0.retain(|c| c.alive.strong_count() > 0);
+        if self.0.len() != before {
+            // `LAST` may name one of them: lane ids are never reused, so it could not be
+            // taken for a live lane's, but it must not point at freed memory either.
+            let _ = LAST.try_with(|last| last.set((0, ptr::null())));
+        }
+    }
+}
 
 impl Drop for Claims {
     fn drop(&mut self) {
@@ -691,6 +715,44 @@ mod tests {
         assert_eq!(dropped.load(O::Relaxed), 1);
         CLAIMS.with(|c| c.borrow_mut().0.clear());
         assert_eq!(dropped.load(O::Relaxed), FIRST_CAPACITY * 3);
+    }
+
+    #[test]
+    fn a_thread_lets_go_of_the_rings_of_dropped_lanes() {
+        struct Token(Arc<Count>);
+        impl Drop for Token {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, O::Relaxed);
+            }
+        }
+        let dropped = Arc::new(Count::new(0));
+        let first = SharedQueue::new(RINGS);
+        let t = Token(dropped.clone());
+        first.push_submitted(
+            Job::new(
+                move || {
+                    drop(t);
+                    Outcome::Done
+                },
+                0,
+            ),
+            None,
+        );
+        let ring = first.submitters[0].clone();
+        drop(first);
+        // Our claim still holds the ring (and the job in it): it and our clone.
+        assert_eq!(Held::strong_count(&ring), 2);
+        assert_eq!(dropped.load(O::Relaxed), 0);
+        // Claiming in another lane lets go of the dead one's claim, and with it its job.
+        let second = SharedQueue::new(RINGS);
+        second.push_submitted(Job::new(|| Outcome::Done, 0), None);
+        assert_eq!(Held::strong_count(&ring), 1);
+        drop(ring);
+        assert_eq!(dropped.load(O::Relaxed), 1);
+        assert_eq!(CLAIMS.with(|c| c.borrow().0.len()), 1);
+        if let Some(job) = second.steal(0) {
+            job.run();
+        }
     }
 
     #[test]
