@@ -233,6 +233,7 @@ impl Counters {
     }
 
     /// The calling thread's external shard.
+    #[inline]
     pub(crate) fn external(&self) -> &Shard {
         &self.external[external_index() & (EXTERNAL_SHARDS - 1)]
     }

@@ -52,6 +52,7 @@ impl Admission {
 impl Registry {
     /// Admits one task from a thread outside the pool: enters it, checks shutdown, reserves
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
+    #[inline]
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
         if !shard.enter_shared() {
             return Err(self.refuse_closed(shard, admission, 1));

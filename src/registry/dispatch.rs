@@ -219,6 +219,7 @@ impl Registry {
     }
 
     /// Sends an admitted job where its route says, on `lane`.
+    #[inline]
     pub(crate) fn dispatch(
         this: &Arc<Registry>,
         shard: &Shard,
