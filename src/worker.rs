@@ -391,6 +391,7 @@ impl WorkerThread {
     /// follows the pause's store, so this load sees `PAUSED`. Jobs spawned by running tasks
     /// still run (a `join` or `scope` may be waiting for them, as in `wait_until`).
     /// Returns whether it ran the job.
+    #[inline]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
         if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
             self.locals[lane].push(job);
