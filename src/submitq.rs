@@ -397,6 +397,7 @@ impl SubmitterQueue {
     }
 
     /// The oldest job, moving `front` past rings drained for good.
+    #[inline]
     fn steal(&self) -> Option<Job> {
         // Acquire: pairs with `prepare`'s Release and with the advance below.
         let mut ring = self.front.load(Ordering::Acquire);
