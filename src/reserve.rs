@@ -40,6 +40,11 @@ pub(crate) struct Reserve {
     min_weight: u32,
     /// The heaviest lane weight.
     max_weight: usize,
+    /// Where the reserve's next look at a lane's shared queue starts among its sources
+    /// (`SharedQueue::steal`), as a worker's `probe`: so that no submitter's ring waits
+    /// behind another's. Moved by the reserve thread alone (a statistic-like counter: std's
+    /// atomic, outside loom).
+    probe: std::sync::atomic::AtomicUsize,
 }
 
 impl Reserve {
@@ -64,6 +69,7 @@ impl Reserve {
             max_weight: lanes[order[0]].1 as usize,
             order: order.into_boxed_slice(),
             min_weight,
+            probe: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -199,7 +205,10 @@ impl Reserve {
             if queue.is_empty() || !self.would_wait(reg, reg.cfg.lanes[lane].1 as usize) {
                 continue;
             }
-            if let Some(job) = queue.steal(0) {
+            let start = self.probe.load(std::sync::atomic::Ordering::Relaxed);
+            self.probe
+                .store(start.wrapping_add(1), std::sync::atomic::Ordering::Relaxed);
+            if let Some(job) = queue.steal(start) {
                 self.execute(reg, job, lane);
                 return true;
             }
