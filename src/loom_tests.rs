@@ -14,26 +14,21 @@ use crate::sync::Arc;
 use crate::{Pool, RejectReason};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 
-fn pool(workers: usize) -> Pool {
+fn builder(workers: usize) -> crate::PoolBuilder {
     Pool::builder()
         .workers(workers)
         .max_workers(workers)
         .spin_limit(0)
         .capacity(4)
-        .build()
-        .expect("pool")
+}
+
+fn pool(workers: usize) -> Pool {
+    builder(workers).build().expect("pool")
 }
 
 /// `pool`, with submits from outside through submitter rings (`PoolBuilder::loom_rings`).
 fn ring_pool(workers: usize) -> Pool {
-    Pool::builder()
-        .workers(workers)
-        .max_workers(workers)
-        .spin_limit(0)
-        .capacity(4)
-        .loom_rings()
-        .build()
-        .expect("pool")
+    builder(workers).loom_rings().build().expect("pool")
 }
 
 fn counter() -> Arc<AtomicUsize> {

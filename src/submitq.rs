@@ -631,6 +631,15 @@ mod tests {
     use std::sync::atomic::{AtomicUsize as Count, Ordering as O};
     use std::sync::{Arc, Mutex};
 
+    /// Counts its drops: where a job's closure went.
+    struct Token(Arc<Count>);
+
+    impl Drop for Token {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, O::Relaxed);
+        }
+    }
+
     fn job_pushing(log: &Arc<Mutex<Vec<usize>>>, i: usize) -> Job {
         let log = log.clone();
         Job::new(
@@ -686,12 +695,6 @@ mod tests {
 
     #[test]
     fn jobs_left_in_rings_are_dropped_with_the_queue() {
-        struct Token(Arc<Count>);
-        impl Drop for Token {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, O::Relaxed);
-            }
-        }
         let dropped = Arc::new(Count::new(0));
         let q = SharedQueue::new(RINGS);
         for _ in 0..FIRST_CAPACITY * 3 {
@@ -720,12 +723,6 @@ mod tests {
 
     #[test]
     fn a_thread_lets_go_of_the_rings_of_dropped_lanes() {
-        struct Token(Arc<Count>);
-        impl Drop for Token {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, O::Relaxed);
-            }
-        }
         let dropped = Arc::new(Count::new(0));
         let first = SharedQueue::new(RINGS);
         let t = Token(dropped.clone());
