@@ -1,6 +1,6 @@
 //! Finding work, the worker's side of the queues: the bundle we took up last, our own deque,
-//! our join halves, the broadcast mailbox, the lane's shared queue (taking up a bundle found
-//! there), then the other workers' join deques and deques. With several lanes, start-time
+//! the submitter's ring we took our last job from, our join halves, the broadcast mailbox,
+//! the lane's shared queue (its rings and injector; taking up a bundle found there), then the other workers' join deques and deques. With several lanes, start-time
 //! fair queueing picks the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves
 //! heavier lanes from inside a task.
 //! What is found is run by `worker/execute.rs`.
@@ -28,11 +28,12 @@ enum Took {
 }
 
 impl WorkerThread {
-    /// The bundle we took up last, then our own deque, then our join halves, the broadcast
-    /// mailbox, the injector (a batch into our deque), then the other workers' join deques
-    /// and deques from a random victim. `Steal::Retry` is
-    /// retried, never taken for empty. With several lanes, the lane to serve is chosen first
-    /// (`find_work_in_lanes`). Returns the job and its lane.
+    /// The bundle we took up last, then our own deque, then (one lane) the submitter's ring
+    /// we took our last job from, if our join deque and mailbox are empty; then our join
+    /// halves, the broadcast mailbox, the lane's shared queue (the submitters' rings and the
+    /// injector, one job at a time), then the other workers' join deques and deques from a
+    /// random victim. `Steal::Retry` is retried, never taken for empty. With several lanes,
+    /// the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and its lane.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         if self.locals.len() == 1 {
