@@ -22,7 +22,7 @@ use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 mod execute;
 mod find;
@@ -111,6 +111,10 @@ pub(crate) struct WorkerThread {
     /// `join`'s second halves (`JobRef`), in a pool with one lane (`join.rs`).
     joins: Deque<JobRef>,
     registry: Arc<Registry>,
+    /// Our counter shard, `registry.counters.worker(index)`: kept as an address so that a
+    /// count on the hot paths is one load and one add, not a load of the shards' slice, a
+    /// bounds check and an index (callgrind: 8 instructions a join).
+    shard: NonNull<Shard>,
     rng: Cell<u64>,
     /// Where the next look at a lane's shared queue starts among its sources (the rings of
     /// the submitting threads and the injector, `SharedQueue::steal`): moved on every look,
@@ -200,6 +204,7 @@ pub(crate) fn run(
         .worker(index)
         .set_state(WorkerState::Running);
     ready(pinned);
+    let shard = NonNull::from(registry.counters.worker(index));
     let worker = WorkerThread {
         plain: lanes == 1 && registry.latency.is_none(),
         timed: lanes == 1 && registry.latency.is_some(),
@@ -220,6 +225,7 @@ pub(crate) fn run(
         holding: Cell::new(0),
         blocks: Blocks::new(),
         credit: Credit::new(),
+        shard,
         registry,
     };
     CURRENT.with(|c| c.set(&worker));
@@ -309,7 +315,9 @@ impl WorkerThread {
 
     #[inline]
     fn shard(&self) -> &Shard {
-        self.registry.counters.worker(self.index)
+        // SAFETY: `shard` points into `self.registry`'s counters, a boxed slice made once
+        // with the registry and never moved or resized; `self.registry` keeps it alive.
+        unsafe { self.shard.as_ref() }
     }
 
     fn main_loop(&self) -> Exit {
