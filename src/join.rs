@@ -63,6 +63,7 @@ impl<F: FnOnce() -> R + Send, R: Send, O: LatchOwner> StackJob<F, R, O> {
     }
 
     /// Runs the function here (the owner took its job back before anyone stole it).
+    #[inline]
     fn run_here(&self) -> TaskResult<R> {
         // SAFETY: the job was taken back from the deque, so nobody else can run it.
         let f = unsafe { (*self.func.get()).take() }.expect("flock: a stack job runs once");
