@@ -256,7 +256,8 @@ impl Registry {
             self.sleep.notify_new_work();
             reserve.notify(self, lane);
         } else {
-            self.sleep.notify_injected();
+            let shared = &self.lanes[lane].shared;
+            self.sleep.notify_injected(|| shared.len());
         }
     }
 

@@ -192,9 +192,38 @@ impl Sleep {
     /// reads the injectors as it reads the deques, so the argument of README.md's "Local
     /// pushes and the asymmetric barrier" holds for any pusher: F1 is paid only when
     /// someone sleeps.
+    ///
+    /// With someone asleep, `queued` (the jobs queued in the lane after this push) decides
+    /// whether a searcher is enough: a submit wakes one sleeper when no worker searches (as
+    /// `notify_new_work`), and also when the searchers are fewer than the queued jobs. A burst
+    /// of submits from one thread then wakes a second worker from the submitter as soon as a
+    /// second job waits, instead of from the first worker once it found work (the searchers'
+    /// chain): on this 2-vCPU machine that wake queued behind its waker until the waker went
+    /// idle (`burst`, docs/bench.md). Still at most one wake per submit, and only for a job
+    /// that no awake searcher is there to take.
     #[inline]
-    pub(crate) fn notify_injected(&self) {
-        self.notify_local_work();
+    pub(crate) fn notify_injected(&self, queued: impl FnOnce() -> usize) {
+        // The light side of the barrier, as in `notify_local_work`.
+        barrier::after_local_push();
+        if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
+            self.notify_injected_cold(queued());
+        }
+    }
+
+    #[cold]
+    fn notify_injected_cold(&self, queued: usize) {
+        // F1: as in `notify_new_work` (someone sleeps, so a searcher may hold the promise for
+        // our job, and its re-check must see the push).
+        fence(Ordering::SeqCst);
+        let state = self.state.load(Ordering::Relaxed);
+        let searchers = searching(state);
+        // Our own job counts even if a worker took it already: with no searcher this wakes
+        // exactly when `notify_new_work` would, which is all that "no lost wake-up" needs.
+        if sleeping(state) > 0 && (queued.max(1) as u64) > searchers {
+            // One more than the searchers we saw: `wake_n` re-reads them under the lock, so
+            // this wakes at most one, and none if a searcher appeared meanwhile.
+            self.wake_n(searchers as usize + 1);
+        }
     }
 
     #[cold]
