@@ -206,20 +206,24 @@ impl Sleep {
         // The light side of the barrier, as in `notify_local_work`.
         barrier::after_local_push();
         if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
-            self.notify_injected_cold(queued());
+            self.notify_injected_cold(queued);
         }
     }
 
     #[cold]
-    fn notify_injected_cold(&self, queued: usize) {
+    fn notify_injected_cold(&self, queued: impl FnOnce() -> usize) {
         // F1: as in `notify_new_work` (someone sleeps, so a searcher may hold the promise for
         // our job, and its re-check must see the push).
         fence(Ordering::SeqCst);
         let state = self.state.load(Ordering::Relaxed);
+        if sleeping(state) == 0 {
+            return;
+        }
         let searchers = searching(state);
-        // Our own job counts even if a worker took it already: with no searcher this wakes
-        // exactly when `notify_new_work` would, which is all that "no lost wake-up" needs.
-        if sleeping(state) > 0 && (queued.max(1) as u64) > searchers {
+        if searchers == 0 {
+            // Exactly `notify_new_work`'s wake: all that "no lost wake-up" needs.
+            self.wake_one();
+        } else if queued() as u64 > searchers {
             // One more than the searchers we saw: `wake_n` re-reads them under the lock, so
             // this wakes at most one, and none if a searcher appeared meanwhile.
             self.wake_n(searchers as usize + 1);
