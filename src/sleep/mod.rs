@@ -391,4 +391,33 @@ mod tests {
             sleep.park(i); // each token was set
         }
     }
+
+    /// An outside submit wakes at most one sleeper: with no searcher always one (the lone
+    /// job's wake, whatever the queue's length reads), with searchers one only while they
+    /// are fewer than the queued jobs.
+    #[test]
+    fn an_outside_submit_wakes_at_most_one_and_only_for_jobs_beyond_the_searchers() {
+        let sleep = Sleep::new(4);
+        for i in 0..4 {
+            sleep.announce_parked(i, false);
+        }
+        assert_eq!(sleep.counts(), (0, 4));
+        // No searcher: one wake, even if a worker took the job already (length 0).
+        sleep.notify_injected(|| 0);
+        assert_eq!(sleep.counts(), (1, 3));
+        // One searcher, one job: it is the searcher's.
+        sleep.notify_injected(|| 1);
+        assert_eq!(sleep.counts(), (1, 3));
+        // One searcher, five jobs: one more, not four.
+        sleep.notify_injected(|| 5);
+        assert_eq!(sleep.counts(), (2, 2), "at most one wake per submit");
+        sleep.notify_injected(|| 5);
+        assert_eq!(sleep.counts(), (3, 1));
+        // Three searchers, three jobs: nobody.
+        sleep.notify_injected(|| 3);
+        assert_eq!(sleep.counts(), (3, 1));
+        for i in 1..4 {
+            sleep.park(i); // the woken workers' tokens were set
+        }
+    }
 }
