@@ -9,6 +9,16 @@
 //! `drain_probe spin`: `cpu-1us`'s 200,000 bodies of about 1 µs, first on one thread, then
 //! split over two plain threads with no pool: the efficiency two CPUs of this machine allow
 //! (median of 5).
+//!
+//! `drain_probe ideal`: `cpu-1us` with an outside thread handing out the tasks but no pool
+//! (static even/odd split, each task's `Arc` cloned and dropped as in the workload).
+//!
+//! `drain_probe cpu KIND...`: `cpu-1us` on the bench's pools, with where the CPU time went
+//! (bodies, submitter, workers beyond the bodies) and the context switches.
+//!
+//! `drain_probe one W` / `one-local W`: 1u-1Mt's loop on an unbounded pool of `W` workers,
+//! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
+//! one, and each thread's CPU time.
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -23,13 +33,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn drain(workers: usize) {
-    let n = 2_000_000;
-    let pool = flock::Pool::builder()
+/// A pool of `workers` workers with no bound on its queue.
+fn unbounded(workers: usize) -> flock::Pool {
+    flock::Pool::builder()
         .workers(workers)
         .capacity(usize::MAX)
         .build()
-        .expect("pool");
+        .expect("pool")
+}
+
+fn drain(workers: usize) {
+    let n = 2_000_000;
+    let pool = unbounded(workers);
     let per_task: Vec<f64> = (0..9)
         .map(|_| {
             pool.pause();
@@ -72,11 +87,241 @@ fn spin() {
     );
 }
 
+/// (ns on a CPU, from `schedstat`; voluntary + involuntary context switches) of every
+/// thread of this process, by thread id.
+fn thread_cpu() -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").expect("/proc") {
+        let dir = e.expect("task").path();
+        let tid = dir
+            .file_name()
+            .map_or(String::new(), |t| t.to_string_lossy().into_owned());
+        let ticks = std::fs::read_to_string(dir.join("schedstat"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let switches: u64 = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        out.push((tid, ticks, switches));
+    }
+    out
+}
+
+/// `drain_probe one W`: 1u-1Mt's loop (one outside thread, 1,000,000 tasks that bump a
+/// counter held through an `Arc`, then `wait`) on an unbounded pool of `W` workers; prints
+/// ns a task (median of 9), then each thread's CPU time and context switches over the 9
+/// runs, and each worker's tasks run and parks.
+fn one(workers: usize, shared_body: bool) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let n = 1_000_000;
+    let pool = unbounded(workers);
+    let before = thread_cpu();
+    let stats0 = pool.stats();
+    let per_task: Vec<f64> = (0..9)
+        .map(|_| {
+            let hits = Arc::new(AtomicU64::new(0));
+            let t = Instant::now();
+            for _ in 0..n {
+                if shared_body {
+                    let h = hits.clone();
+                    pool.submit(move || {
+                        h.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .expect("submit");
+                } else {
+                    pool.submit(|| HITS.with(|h| h.set(h.get() + 1)))
+                        .expect("submit");
+                }
+            }
+            pool.wait().expect("wait");
+            let took = t.elapsed().as_secs_f64() * 1e9 / n as f64;
+            if shared_body {
+                assert_eq!(hits.load(Ordering::Relaxed), n as u64);
+            }
+            took
+        })
+        .collect();
+    let after = thread_cpu();
+    let stats1 = pool.stats();
+    println!(
+        "one submitter, {workers} worker(s): {:.1} ns a task (median of 9; min {:.1}, max {:.1})",
+        median(per_task.clone()),
+        per_task.iter().copied().fold(f64::MAX, f64::min),
+        per_task.iter().copied().fold(0.0, f64::max),
+    );
+    for (name, ticks, sw) in &after {
+        let (t0, s0) = before
+            .iter()
+            .find(|b| &b.0 == name)
+            .map_or((0, 0), |b| (b.1, b.2));
+        println!(
+            "  thread {name:>8}: {:.1} ms of CPU, {} context switches",
+            (ticks - t0) as f64 / 1e6,
+            sw - s0
+        );
+    }
+    for (w0, w1) in stats0.per_worker.iter().zip(&stats1.per_worker) {
+        println!(
+            "  worker {}: ran {}, stole {}, parked {}",
+            w1.index,
+            w1.executed - w0.executed,
+            w1.stolen - w0.stolen,
+            w1.parks - w0.parks
+        );
+    }
+}
+
+/// `drain_probe cpu KIND...`: `cpu-1us` (200,000 tasks of about 1 µs from one outside
+/// thread) on the bench's pools (`flock`, `flock-unbounded`, `crossbeam-channel`, `rayon`),
+/// 5 rounds, each round the sequential run and then every pool's run, so that the machine's
+/// drift hits all alike. Prints, per run, the efficiency (sequential ÷ workers ÷ the pool's
+/// wall time) and where the CPUs' time went: the bodies (the sequential time), the
+/// submitting thread's CPU, the workers' CPU beyond the bodies, time no thread of ours ran,
+/// and the context switches of the submitter and of the workers.
+fn cpu(kinds: &[String]) {
+    use common::peers::Kind;
+    common::spins_per_us();
+    let pools: Vec<_> = kinds
+        .iter()
+        .map(|k| match k.as_str() {
+            "flock" => Kind::Flock.make(),
+            "flock-unbounded" => Kind::FlockUnbounded.make(),
+            "channel" | "crossbeam-channel" => Kind::Channel.make(),
+            "rayon" => Kind::Rayon.make(),
+            other => panic!("cpu: no pool {other}"),
+        })
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as f64;
+    // This thread's id: /proc/thread-self is /proc/PID/task/TID.
+    let me = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|t| t.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let mut effs = vec![Vec::new(); pools.len()];
+    for _ in 0..5 {
+        let seq = cpu_tasks_sequential(CPU_TASKS, CPU_TASK_US).as_secs_f64() * 1e3;
+        for (pool, eff) in pools.iter().zip(&mut effs) {
+            let before = thread_cpu();
+            let wall = pool.cpu_tasks(CPU_TASKS, CPU_TASK_US).as_secs_f64() * 1e3;
+            let after = thread_cpu();
+            let (mut submitter, mut workers) = (0.0, 0.0);
+            let (mut submitter_switches, mut worker_switches) = (0, 0);
+            for (name, ns, sw) in &after {
+                let (n0, s0) = before
+                    .iter()
+                    .find(|b| &b.0 == name)
+                    .map_or((0, 0), |b| (b.1, b.2));
+                let ms = (ns - n0) as f64 / 1e6;
+                if *name == me {
+                    submitter += ms;
+                    submitter_switches += sw - s0;
+                } else {
+                    workers += ms;
+                    worker_switches += sw - s0;
+                }
+            }
+            eff.push(seq / cpus / wall);
+            println!(
+                "{:>17}: {:.0}% of ideal; of {:.1} ms ({cpus} CPUs x {wall:.1} ms): bodies {seq:.1}, submitter {submitter:.1}, workers beyond the bodies {:.1}, unused {:.1}; context switches: submitter {submitter_switches}, workers {worker_switches}",
+                pool.name(),
+                seq / cpus / wall * 100.0,
+                cpus * wall,
+                workers - seq,
+                cpus * wall - submitter - workers,
+            );
+        }
+    }
+    for (pool, eff) in pools.iter().zip(effs) {
+        println!(
+            "{:>17}: median {:.0}% of ideal",
+            pool.name(),
+            median(eff) * 100.0
+        );
+    }
+}
+
+/// `drain_probe ideal`: `cpu-1us` with no pool in the way, its ceiling on this machine. The
+/// outside thread clones the shared `Arc` for each of the 200,000 tasks, as the workload
+/// does, and publishes it in slot `i` (a Release store); two threads run the even and the
+/// odd slots (no shared head: each knows its slots), each body followed by the workload's
+/// hit on the shared counter and the `Arc`'s drop. What is left of the ideal split is the
+/// submitting thread's CPU and the body's shared cache line, which any pool pays too.
+fn ideal() {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    common::spins_per_us();
+    let n = CPU_TASKS;
+    let effs: Vec<f64> = (0..5)
+        .map(|_| {
+            let seq = cpu_tasks_sequential(n, CPU_TASK_US).as_secs_f64();
+            let hits = Arc::new(AtomicU64::new(0));
+            let slots: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
+            let go = Arc::new(std::sync::Barrier::new(3));
+            let runners: Vec<_> = (0..2)
+                .map(|w| {
+                    let (slots, go) = (slots.clone(), go.clone());
+                    std::thread::spawn(move || {
+                        go.wait();
+                        for i in (w..n).step_by(2) {
+                            let mut spins = 0u32;
+                            let p = loop {
+                                let p = slots[i].load(Ordering::Acquire);
+                                if p != 0 {
+                                    break p;
+                                }
+                                spins += 1;
+                                if spins > 64 {
+                                    std::thread::yield_now();
+                                } else {
+                                    std::hint::spin_loop();
+                                }
+                            };
+                            common::cpu_work(CPU_TASK_US);
+                            // SAFETY: `p` came from `Arc::into_raw` below, taken once.
+                            let h = unsafe { Arc::from_raw(p as *const AtomicU64) };
+                            h.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            go.wait();
+            let t = Instant::now();
+            for slot in slots.iter() {
+                slot.store(Arc::into_raw(hits.clone()) as usize, Ordering::Release);
+            }
+            for r in runners {
+                r.join().expect("runner");
+            }
+            let wall = t.elapsed().as_secs_f64();
+            assert_eq!(hits.load(Ordering::Relaxed), n as u64);
+            seq / 2.0 / wall
+        })
+        .collect();
+    println!(
+        "no pool, one outside thread handing out the tasks: {:.0}% of the ideal split (median of 5; min {:.0}%, max {:.0}%)",
+        median(effs.clone()) * 100.0,
+        effs.iter().copied().fold(f64::MAX, f64::min) * 100.0,
+        effs.iter().copied().fold(0.0, f64::max) * 100.0,
+    );
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         Some("drain") => drain(args.next().map_or(2, |w| w.parse().expect("workers"))),
         Some("spin") => spin(),
-        _ => eprintln!("usage: drain_probe drain W | drain_probe spin"),
+        Some("ideal") => ideal(),
+        Some("cpu") => cpu(&args.collect::<Vec<_>>()),
+        Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
+        Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
+        _ => eprintln!("usage: drain_probe drain W | drain_probe spin | drain_probe one W | drain_probe cpu KIND... | drain_probe ideal"),
     }
 }
