@@ -5,7 +5,9 @@
 # that blocks after pushing locally (onto its task deque, and onto its join deque) must fail,
 # and built with --cfg flock_canary_credit (a worker never gives back the units of a scope's
 # count it keeps) the scope model must fail, and built with --cfg flock_canary_ring (the
-# re-check does not follow a submitter ring to the ring it grew into) the ring model must fail.
+# re-check does not follow a submitter ring to the ring it grew into) the ring model must fail,
+# and built with --cfg flock_canary_room (releases wake blocked submitters one below the
+# low-water mark) the backpressure model must fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -59,58 +61,35 @@ fi
 cat "$log_heavy" "$log" | grep -oE "loom model .*|^test result.*"
 echo "loom: $ran models passed in $(( $(date +%s) - start ))s"
 
+# canary TAG CFG MODEL [PREEMPTIONS]: built with --cfg CFG, MODEL must fail (hang or panic).
+canary() {
+    local tag=$1 cfg=$2 model=$3 bound=${4:-$LOOM_MAX_PREEMPTIONS}
+    if RUSTFLAGS="--cfg flock_loom --cfg $cfg" LOOM_MAX_PREEMPTIONS=$bound \
+        cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
+        echo "loom canary ($tag): FAILED - the broken build passed $model" >&2
+        tail -20 "$log" >&2
+        exit 1
+    fi
+    if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary ($tag): $model caught it: /"; then
+        echo "loom canary ($tag): the build failed for another reason" >&2
+        tail -20 "$log" >&2
+        exit 1
+    fi
+}
+
 echo "== loom canary: without the re-check before parking, the models must fail"
-if RUSTFLAGS="--cfg flock_loom --cfg flock_canary" LOOM_MAX_PREEMPTIONS=1 \
-    cargo test --release -p flock-pool --lib loom_one_worker_one_submitter -- --test-threads=1 --nocapture >"$log" 2>&1; then
-    echo "loom canary: FAILED - the broken protocol passed the models" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
-if ! grep -m1 -E "deadlock|panicked" "$log" | sed 's/^/loom canary: the models caught it: /'; then
-    echo "loom canary: the build failed for another reason" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
+canary re-check flock_canary loom_one_worker_one_submitter 1
 
 echo "== loom canary: without the local push's fence, a task blocking on what it pushed must hang"
 for model in loom_push_locally_then_block loom_join_half_stolen_while_the_first_blocks; do
-    if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_push" \
-        cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
-        echo "loom canary (push): FAILED - the unfenced local push passed $model" >&2
-        tail -20 "$log" >&2
-        exit 1
-    fi
-    if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary (push): $model caught it: /"; then
-        echo "loom canary (push): the build failed for another reason" >&2
-        tail -20 "$log" >&2
-        exit 1
-    fi
+    canary push flock_canary_push "$model"
 done
 
 echo "== loom canary: a re-check that misses a submitter's grown ring must hang its model"
-model=loom_ring_grows_under_a_racing_worker
-if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_ring" \
-    cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
-    echo "loom canary (ring): FAILED - the re-check without the grown ring passed $model" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
-if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary (ring): $model caught it: /"; then
-    echo "loom canary (ring): the build failed for another reason" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
+canary ring flock_canary_ring loom_ring_grows_under_a_racing_worker
 
 echo "== loom canary: a worker that never gives back a scope's units it keeps must hang the scope"
-model=loom_scope_units_kept_by_workers_are_given_back
-if RUSTFLAGS="--cfg flock_loom --cfg flock_canary_credit" LOOM_MAX_PREEMPTIONS=1 \
-    cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
-    echo "loom canary (credit): FAILED - units never given back passed $model" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
-if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary (credit): $model caught it: /"; then
-    echo "loom canary (credit): the build failed for another reason" >&2
-    tail -20 "$log" >&2
-    exit 1
-fi
+canary credit flock_canary_credit loom_scope_units_kept_by_workers_are_given_back 1
+
+echo "== loom canary: a release that wakes blocked submitters one below the low-water mark must hang them"
+canary room flock_canary_room loom_block_wakes_at_the_low_water_mark

@@ -20,7 +20,11 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backpressure {
     /// Wait for room without spinning (the default), up to
-    /// [`block_timeout`](PoolBuilder::block_timeout) if one is set.
+    /// [`block_timeout`](PoolBuilder::block_timeout) if one is set. A submit that found the
+    /// queue full sleeps until it has drained below `capacity - capacity / 32` (with a
+    /// capacity under 32: until there is room), so that a thread that keeps the queue full
+    /// wakes once per `capacity / 32` tasks started, not once per task; the workers have
+    /// that many queued meanwhile.
     #[default]
     Block,
     /// Hand the task back at once in a [`SubmitError`](crate::SubmitError).
@@ -205,7 +209,8 @@ impl PoolBuilder {
     /// tasks submit go to their worker's own deque and are not bounded: bounding them could
     /// deadlock a fork-join. Workers hand started tasks back to the count in small batches,
     /// so with large capacities (≥ 64 × 32 × workers) a queue may be reported full up to
-    /// `64 × workers` tasks early; it is never over-filled.
+    /// `64 × workers` tasks early; it is never over-filled. A submit blocked on a full queue
+    /// ([`Backpressure::Block`]) is woken once it drained below `capacity - capacity / 32`.
     ///
     /// ```
     /// let pool = flock::Pool::builder().capacity(1_000).build().unwrap();

@@ -63,20 +63,27 @@ fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
     );
 }
 
-/// One worker falling asleep while one outside thread submits: the task runs, wait returns.
-#[test]
-fn loom_one_worker_one_submitter() {
-    model("loom_one_worker_one_submitter", || {
-        let pool = pool(1);
-        let ran = counter();
+/// Submits `tasks` tasks from this thread, each bumping one counter, waits for them, checks
+/// that each ran once, and shuts the pool down.
+fn submit_and_wait(pool: Pool, tasks: usize) {
+    let ran = counter();
+    for _ in 0..tasks {
         let r = ran.clone();
         pool.submit(move || {
             r.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-        pool.wait().unwrap();
-        assert_eq!(ran.load(Ordering::SeqCst), 1);
-        pool.shutdown().unwrap();
+    }
+    pool.wait().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), tasks);
+    pool.shutdown().unwrap();
+}
+
+/// One worker falling asleep while one outside thread submits: the task runs, wait returns.
+#[test]
+fn loom_one_worker_one_submitter() {
+    model("loom_one_worker_one_submitter", || {
+        submit_and_wait(pool(1), 1)
     });
 }
 
@@ -593,6 +600,20 @@ fn loom_submit_async_racing_the_release_of_room() {
         pool.wait().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 1);
         pool.shutdown().unwrap();
+    });
+}
+
+/// A submit blocked on a full queue (`Backpressure::Block`): capacity 2, so under loom the
+/// low-water mark is 1 (`admission::room_mark`) and the submitter is woken only when a start
+/// takes `pending` from 1 to 0, not at the first room. Three submits from outside race the
+/// only worker: the third may find both units taken, block, and rely on the worker's release
+/// that crosses the mark (its RMW on `pending` against the submitter's `blocked` increment and
+/// re-check). A missed crossing leaves the submitter asleep with the worker parked, which loom
+/// reports as a deadlock (the canary `flock_canary_room` moves the mark by one and must).
+#[test]
+fn loom_block_wakes_at_the_low_water_mark() {
+    model("loom_block_wakes_at_the_low_water_mark", || {
+        submit_and_wait(builder(1).capacity(2).build().expect("pool"), 3);
     });
 }
 

@@ -135,6 +135,9 @@ pub(crate) struct Registry {
     room_cond: Condvar,
     /// Started tasks a worker may hold back before giving their `pending` units back.
     pub(crate) flush_threshold: usize,
+    /// The low-water mark: blocked submitters are woken when a release takes `pending` from
+    /// at or above it to below it (`release_pending`).
+    room_mark: usize,
     shutdown: AtomicU8,
     /// Threads in `wait_quiescent`.
     waiters: AtomicUsize,
@@ -221,6 +224,7 @@ impl Registry {
             counters: Counters::new(slots),
             latency: cfg.track_latency.then(|| Latency::new(slots)),
             flush_threshold: per_worker.clamp(1, 64),
+            room_mark: admission::room_mark(cfg.capacity),
             cfg,
             pending: CachePadded::new(AtomicUsize::new(0)),
             blocked: CachePadded::new(AtomicUsize::new(0)),

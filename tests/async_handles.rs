@@ -279,6 +279,61 @@ fn submit_async_waits_for_room_where_submit_is_refused() {
     }
 }
 
+/// A submitter that found the queue full is woken at the low-water mark, `capacity -
+/// capacity / 32` (sleep/README.md, "Backpressure"), not at the first task started: with
+/// capacity 64, not when the queue goes 64 -> 63 or 63 -> 62, but at 62 -> 61. Waking at the
+/// first room made a submitter that keeps the queue full sleep and wake once per flush of
+/// the workers (~600 times a `cpu-1us` run), for a few tasks at a time.
+#[test]
+fn a_waiting_submit_is_woken_at_the_low_water_mark() {
+    // `max_workers(2)`: workers give back each start at once (`capacity / (32 × 2)` = 1).
+    let pool = Pool::builder()
+        .workers(1)
+        .max_workers(2)
+        .capacity(64)
+        .build()
+        .unwrap();
+    // Task i tells that it started, then waits for its go.
+    let (started_tx, started) = mpsc::channel::<usize>();
+    let mut gos = Vec::new();
+    for i in 0..=64 {
+        let (go_tx, go) = mpsc::channel::<()>();
+        gos.push(go_tx);
+        let started_tx = started_tx.clone();
+        pool.submit(move || {
+            started_tx.send(i).unwrap();
+            go.recv().unwrap();
+        })
+        .unwrap();
+        if i == 0 {
+            // The worker holds task 0; tasks 1-64 fill the queue.
+            assert_eq!(started.recv().unwrap(), 0);
+        }
+    }
+    let mut fut = pool.submit_async(|| ());
+    let flag = Unpark::new();
+    let waker = Waker::from(flag.clone());
+    assert!(
+        poll_once(&mut fut, &waker).is_pending(),
+        "the queue is full"
+    );
+    for (i, go) in gos.iter().enumerate().take(2) {
+        go.send(()).unwrap();
+        // Task i + 1 has started: its unit of capacity was given back before it ran.
+        assert_eq!(started.recv().unwrap(), i + 1);
+        assert_eq!(flag.wakes(), 0, "woken with {} of 64 queued", 63 - i);
+    }
+    gos[2].send(()).unwrap();
+    assert_eq!(started.recv().unwrap(), 3);
+    wait_for_wake(&flag);
+    assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
+    for go in &gos[3..] {
+        go.send(()).unwrap();
+    }
+    pool.wait().unwrap();
+    assert_eq!(pool.stats().completed, 66);
+}
+
 #[test]
 fn submit_async_never_blocks_under_block() {
     let (pool, go) = full_pool(Backpressure::Block);

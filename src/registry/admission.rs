@@ -97,12 +97,53 @@ impl Registry {
     /// One unit of `pending`, if below capacity. Relaxed on the fast path: a failed attempt
     /// is re-made behind the `blocked` handshake (`block_for_room`) before anyone sleeps.
     pub(super) fn try_reserve(&self, order: Ordering) -> bool {
-        if self.pending.fetch_add(1, order) < self.cfg.capacity {
-            true
-        } else {
-            self.pending.fetch_sub(1, Ordering::Relaxed);
-            false
+        loop {
+            match self.reserve_or_undo(order) {
+                Reserved::Yes => return true,
+                Reserved::Full => return false,
+                Reserved::Crossed => {
+                    // Our undo stood for the release that crossed the mark: wake as it would
+                    // have, then try again (there is room).
+                    self.wake_for_room();
+                }
+            }
         }
+    }
+
+    /// Adds a unit to `pending`, kept if it was below capacity, else taken back. The taking
+    /// back is a decrement like a release's: if releases ran between our add and it, it can
+    /// be the one that takes `pending` below the low-water mark (`room_mark`), and then it
+    /// must wake blocked submitters in their stead (`Reserved::Crossed`; sleep/README.md,
+    /// "Backpressure").
+    fn reserve_or_undo(&self, order: Ordering) -> Reserved {
+        if self.pending.fetch_add(1, order) < self.cfg.capacity {
+            return Reserved::Yes;
+        }
+        // SeqCst, as a release's RMW: this may be the crossing decrement, which must see the
+        // `blocked` increment of a submitter whose re-check it follows in `pending`'s order.
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() {
+            Reserved::Crossed
+        } else {
+            Reserved::Full
+        }
+    }
+
+    /// The low-water mark (`room_mark`); one lower in the canary build of scripts/loom.sh,
+    /// which must then hang `loom_block_wakes_at_the_low_water_mark`.
+    #[inline]
+    fn mark(&self) -> usize {
+        self.room_mark - usize::from(cfg!(flock_canary_room))
+    }
+
+    /// What a decrement of `pending` that crossed the low-water mark owes the blocked
+    /// submitters: under `room_lock`, wake the blocked threads; and wake the async waiters.
+    fn wake_for_room(&self) {
+        // SeqCst: after the caller's SeqCst RMW on `pending` (see `release_pending`).
+        if self.blocked.load(Ordering::SeqCst) > 0 {
+            let _guard = self.room_lock.lock();
+            self.room_cond.notify_all();
+        }
+        self.room_wakers.wake_all();
     }
 
     #[cold]
@@ -151,8 +192,15 @@ impl Registry {
             if self.shutdown.load(Ordering::SeqCst) != RUNNING {
                 break Err(RejectReason::Shutdown);
             }
-            if self.try_reserve(Ordering::SeqCst) {
-                break Ok(Route::Queue { reserved: true });
+            match self.reserve_or_undo(Ordering::SeqCst) {
+                Reserved::Yes => break Ok(Route::Queue { reserved: true }),
+                Reserved::Full => {}
+                Reserved::Crossed => {
+                    // As `wake_for_room`, holding `room_lock` already; then look again.
+                    self.room_cond.notify_all();
+                    self.room_wakers.wake_all();
+                    continue;
+                }
             }
             if timed_out {
                 break Err(RejectReason::Timeout);
@@ -245,25 +293,49 @@ impl Registry {
         }
     }
 
-    /// Gives back `n` units of `pending`, and wakes blocked submitters if this took the queue
-    /// from full to not full.
+    /// Gives back `n` units of `pending`, and wakes blocked submitters if this took it from
+    /// at or above the low-water mark (`room_mark`) to below it.
     ///
-    /// Only that crossing can matter: a blocked submitter saw `pending >= capacity` in its
-    /// re-check, and `pending` only falls below capacity again through a release whose
-    /// previous value was at or above it (a failed `try_reserve` undoes only an add that
-    /// found the queue full). Waking on every release instead made 100 blocked submitters
-    /// thrash on `room_lock` once per task (the 100u-10Kt benchmark: 8× slower).
+    /// Only that crossing can matter: a blocked submitter saw `pending >= capacity` (at or
+    /// above the mark) in its re-check, and `pending` only falls below the mark through a
+    /// decrement whose previous value was at or above it: this release, or the undo of a
+    /// failed reservation, which then wakes in its stead (`reserve_or_undo`). Waking on every
+    /// release instead made 100 blocked submitters thrash on `room_lock` once per task (the
+    /// 100u-10Kt benchmark: 8× slower); waking at the first room, one submitter that keeps the
+    /// queue full slept and woke once per worker flush.
     pub(crate) fn release_pending(&self, n: usize) {
         // SeqCst RMW then SeqCst load: pairs with `block_for_room`'s `blocked` increment and
         // its re-check of `pending` (RMWs on `pending` are totally ordered; the one that reads
         // the other's value synchronises with it).
         let prev = self.pending.fetch_sub(n, Ordering::SeqCst);
-        if prev >= self.cfg.capacity {
-            if self.blocked.load(Ordering::SeqCst) > 0 {
-                let _guard = self.room_lock.lock();
-                self.room_cond.notify_all();
-            }
-            self.room_wakers.wake_all();
+        let mark = self.mark();
+        if prev >= mark && prev - n < mark {
+            self.wake_for_room();
         }
     }
+}
+
+/// What `reserve_or_undo` did.
+enum Reserved {
+    /// A unit is ours.
+    Yes,
+    /// The queue was full, and our undo left `pending` where the next release will wake.
+    Full,
+    /// The queue was full, but releases ran meanwhile and our undo took `pending` below the
+    /// low-water mark: no release will wake the blocked submitters for that crossing, we must.
+    Crossed,
+}
+
+/// A blocked submitter sleeps until `pending` falls below `capacity - capacity / ROOM_SLACK`
+/// (`room_mark`). Two under loom, so that the models' capacities of 2 to 4 have a mark below
+/// capacity and go through it.
+const ROOM_SLACK: usize = if cfg!(flock_loom) { 2 } else { 32 };
+
+/// Where `release_pending` wakes blocked submitters (sleep/README.md, "Backpressure"):
+/// `capacity - capacity / 32`, so below 32 at the first room, as before. A submitter that
+/// keeps the queue full then sleeps and wakes once per `capacity / 32` tasks started, not once
+/// per flush of a worker (`flush_threshold`, at most 64): `cpu-1us`'s submitter went from
+/// ~1,250 context switches a run to ~55 (`drain_probe cpu`).
+pub(super) fn room_mark(capacity: usize) -> usize {
+    capacity - capacity / ROOM_SLACK
 }
