@@ -135,8 +135,8 @@ pub(crate) struct Registry {
     room_cond: Condvar,
     /// Started tasks a worker may hold back before giving their `pending` units back.
     pub(crate) flush_threshold: usize,
-    /// The low-water mark: blocked submitters are woken when a release takes `pending` from
-    /// at or above it to below it (`release_pending`).
+    /// The low-water mark: blocked submitters are woken when a decrement of `pending` (a
+    /// release, or a failed reservation's undo) takes it from at or above it to below it.
     room_mark: usize,
     shutdown: AtomicU8,
     /// Threads in `wait_quiescent`.
