@@ -24,6 +24,7 @@ mod common;
 
 use common::workloads::{cpu_tasks_sequential, CPU_TASKS, CPU_TASK_US};
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::time::Instant;
 
 thread_local!(static HITS: Cell<u64> = const { Cell::new(0) });
@@ -87,30 +88,21 @@ fn spin() {
     );
 }
 
-/// (ns on a CPU, from `schedstat`; voluntary + involuntary context switches) of every
-/// thread of this process, by thread id.
-fn thread_cpu() -> Vec<(String, u64, u64)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc/self/task").expect("/proc") {
-        let dir = e.expect("task").path();
-        let tid = dir
-            .file_name()
-            .map_or(String::new(), |t| t.to_string_lossy().into_owned());
-        let ticks = std::fs::read_to_string(dir.join("schedstat"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .next()
-            .and_then(|ns| ns.parse::<u64>().ok())
-            .unwrap_or(0);
-        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
-        let switches: u64 = status
-            .lines()
-            .filter(|l| l.contains("ctxt_switches"))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum();
-        out.push((tid, ticks, switches));
-    }
-    out
+/// Per thread alive at `after`, by thread id: the CPU nanoseconds and context switches it
+/// spent since `before` (all of them for a thread started since).
+fn usage_between(
+    before: &HashMap<u64, (u64, u64)>,
+    after: &HashMap<u64, (u64, u64)>,
+) -> Vec<(u64, u64, u64)> {
+    let mut spent: Vec<_> = after
+        .iter()
+        .map(|(&tid, &(ns, sw))| {
+            let (ns0, sw0) = before.get(&tid).copied().unwrap_or((0, 0));
+            (tid, ns.saturating_sub(ns0), sw.saturating_sub(sw0))
+        })
+        .collect();
+    spent.sort_unstable();
+    spent
 }
 
 /// `drain_probe one W`: 1u-1Mt's loop (one outside thread, 1,000,000 tasks that bump a
@@ -122,7 +114,7 @@ fn one(workers: usize, shared_body: bool) {
     use std::sync::Arc;
     let n = 1_000_000;
     let pool = unbounded(workers);
-    let before = thread_cpu();
+    let before = common::thread_usage(true);
     let stats0 = pool.stats();
     let per_task: Vec<f64> = (0..9)
         .map(|_| {
@@ -148,7 +140,7 @@ fn one(workers: usize, shared_body: bool) {
             took
         })
         .collect();
-    let after = thread_cpu();
+    let after = common::thread_usage(true);
     let stats1 = pool.stats();
     println!(
         "one submitter, {workers} worker(s): {:.1} ns a task (median of 9; min {:.1}, max {:.1})",
@@ -156,15 +148,10 @@ fn one(workers: usize, shared_body: bool) {
         per_task.iter().copied().fold(f64::MAX, f64::min),
         per_task.iter().copied().fold(0.0, f64::max),
     );
-    for (name, ticks, sw) in &after {
-        let (t0, s0) = before
-            .iter()
-            .find(|b| &b.0 == name)
-            .map_or((0, 0), |b| (b.1, b.2));
+    for (tid, ns, switches) in usage_between(&before, &after) {
         println!(
-            "  thread {name:>8}: {:.1} ms of CPU, {} context switches",
-            (ticks - t0) as f64 / 1e6,
-            sw - s0
+            "  thread {tid:>8}: {:.1} ms of CPU, {switches} context switches",
+            ns as f64 / 1e6
         );
     }
     for (w0, w1) in stats0.per_worker.iter().zip(&stats1.per_worker) {
@@ -199,32 +186,24 @@ fn cpu(kinds: &[String]) {
         })
         .collect();
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as f64;
-    // This thread's id: /proc/thread-self is /proc/PID/task/TID.
-    let me = std::fs::read_link("/proc/thread-self")
-        .ok()
-        .and_then(|p| p.file_name().map(|t| t.to_string_lossy().into_owned()))
-        .unwrap_or_default();
+    let me = common::this_thread_id();
     let mut effs = vec![Vec::new(); pools.len()];
     for _ in 0..5 {
         let seq = cpu_tasks_sequential(CPU_TASKS, CPU_TASK_US).as_secs_f64() * 1e3;
         for (pool, eff) in pools.iter().zip(&mut effs) {
-            let before = thread_cpu();
+            let before = common::thread_usage(true);
             let wall = pool.cpu_tasks(CPU_TASKS, CPU_TASK_US).as_secs_f64() * 1e3;
-            let after = thread_cpu();
+            let after = common::thread_usage(true);
             let (mut submitter, mut workers) = (0.0, 0.0);
             let (mut submitter_switches, mut worker_switches) = (0, 0);
-            for (name, ns, sw) in &after {
-                let (n0, s0) = before
-                    .iter()
-                    .find(|b| &b.0 == name)
-                    .map_or((0, 0), |b| (b.1, b.2));
-                let ms = (ns - n0) as f64 / 1e6;
-                if *name == me {
+            for (tid, ns, switches) in usage_between(&before, &after) {
+                let ms = ns as f64 / 1e6;
+                if Some(tid) == me {
                     submitter += ms;
-                    submitter_switches += sw - s0;
+                    submitter_switches += switches;
                 } else {
                     workers += ms;
-                    worker_switches += sw - s0;
+                    worker_switches += switches;
                 }
             }
             eff.push(seq / cpus / wall);

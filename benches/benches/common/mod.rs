@@ -94,14 +94,19 @@ pub fn cpu_work(us: u64) {
     spin(us * spins_per_us());
 }
 
-/// CPU time each thread of this process has used so far, in nanoseconds, by thread id, from
-/// `/proc/self/task/*/schedstat` (first field: time on CPU, ns; `/proc/self/stat`'s utime and
-/// stime count 10 ms ticks, too coarse for an idle pool). The calling thread is left out: it
-/// is the one measuring.
-pub fn thread_cpu_ns() -> HashMap<u64, u64> {
-    let me = std::fs::read_link("/proc/thread-self")
+/// This thread's id (`/proc/thread-self` is `/proc/PID/task/TID`).
+pub fn this_thread_id() -> Option<u64> {
+    std::fs::read_link("/proc/thread-self")
         .ok()
-        .and_then(|p| p.file_name()?.to_str()?.parse::<u64>().ok());
+        .and_then(|p| p.file_name()?.to_str()?.parse::<u64>().ok())
+}
+
+/// For each thread of this process, by thread id: the CPU time it has used so far, in
+/// nanoseconds, from `/proc/self/task/*/schedstat` (first field: time on CPU, ns;
+/// `/proc/self/stat`'s utime and stime count 10 ms ticks, too coarse for an idle pool), and,
+/// with `switches`, its context switches so far (voluntary + involuntary, from `status`;
+/// 0 without). Threads whose `schedstat` cannot be read (gone meanwhile) are left out.
+pub fn thread_usage(switches: bool) -> HashMap<u64, (u64, u64)> {
     let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return out;
@@ -114,17 +119,34 @@ pub fn thread_cpu_ns() -> HashMap<u64, u64> {
         else {
             continue;
         };
-        if Some(tid) == me {
-            continue;
-        }
         let ns = std::fs::read_to_string(entry.path().join("schedstat"))
             .ok()
             .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok());
-        if let Some(ns) = ns {
-            out.insert(tid, ns);
-        }
+        let Some(ns) = ns else { continue };
+        let switched = if switches {
+            std::fs::read_to_string(entry.path().join("status"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("ctxt_switches"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum()
+        } else {
+            0
+        };
+        out.insert(tid, (ns, switched));
     }
     out
+}
+
+/// CPU time each thread of this process has used so far, in nanoseconds, by thread id
+/// ([`thread_usage`]). The calling thread is left out: it is the one measuring.
+pub fn thread_cpu_ns() -> HashMap<u64, u64> {
+    let me = this_thread_id();
+    thread_usage(false)
+        .into_iter()
+        .filter(|&(tid, _)| Some(tid) != me)
+        .map(|(tid, (ns, _))| (tid, ns))
+        .collect()
 }
 
 /// CPU nanoseconds the threads alive at both readings used between them.
