@@ -1,8 +1,9 @@
 //! Finding work, the worker's side of the queues: the bundle we took up last, our own deque,
 //! the submitter's ring we took our last job from, our join halves, the broadcast mailbox,
-//! the lane's shared queue (its rings and injector; taking up a bundle found there), then the other workers' join deques and deques. With several lanes, start-time
-//! fair queueing picks the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves
-//! heavier lanes from inside a task.
+//! the lane's shared queue (its rings and injector; taking up a bundle found there), then the
+//! other workers' join deques and deques. With several lanes, start-time fair queueing picks
+//! the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from
+//! inside a task.
 //! What is found is run by `worker/execute.rs`.
 
 use super::{Current, WorkerThread};
