@@ -19,6 +19,15 @@
 //! `drain_probe one W` / `one-local W`: 1u-1Mt's loop on an unbounded pool of `W` workers,
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
 //! one, and each thread's CPU time.
+//!
+//! `drain_probe fib ROUNDS W`: `fib-join` with `W` workers (default: as the bench) in
+//! interleaved rounds (sequential, flock, rayon), each run's wall and process CPU time, and
+//! the CPU per join beyond the sequential run counted two ways: wall time × workers (the
+//! report's measure before) and the process's CPU time (its measure now); per-round ratios
+//! flock ÷ rayon and their medians.
+//!
+//! `drain_probe fibloop flock|rayon RUNS W`: `RUNS` runs of `fib-join` on one pool of `W`
+//! workers, to run under `perf record`; flock's prints its steals.
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -292,6 +301,57 @@ fn ideal() {
     );
 }
 
+/// `drain_probe fib ROUNDS W`: see the module doc.
+fn fib(rounds: usize, w: usize) {
+    use common::workloads::{fib_joins, fib_spent, FibRun, FibSpent, FIB_N};
+    let joins = fib_joins(FIB_N) as f64;
+    let flock = flock::Pool::builder().workers(w).build().expect("flock");
+    let rayon = rayon::ThreadPoolBuilder::new()
+        .num_threads(w)
+        .build()
+        .expect("rayon");
+    let run = |on| {
+        // Every thread of ours asleep first, as in bench_report.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fib_spent(on, FIB_N)
+    };
+    let (mut by_wall, mut by_cpu) = (Vec::new(), Vec::new());
+    println!("round: seq ms | flock wall ms, CPU ms, ns/join by wall × W, by CPU | rayon likewise | ratios by wall, by CPU");
+    for r in 0..rounds {
+        let s = run(FibRun::Seq);
+        let [fl, ra] = [run(FibRun::Flock(&flock)), run(FibRun::Rayon(&rayon))];
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let wall =
+            |x: FibSpent| (x.wall.as_secs_f64() * w as f64 - s.wall.as_secs_f64()) * 1e9 / joins;
+        let cpu = |x: FibSpent| x.cpu.saturating_sub(s.cpu).as_secs_f64() * 1e9 / joins;
+        by_wall.push(wall(fl) / wall(ra));
+        by_cpu.push(cpu(fl) / cpu(ra));
+        println!(
+            "{r:>3}: {:.2} | {:.2}, {:.2}, {:.1}, {:.1} | {:.2}, {:.2}, {:.1}, {:.1} | {:.2}, {:.2}",
+            ms(s.wall),
+            ms(fl.wall),
+            ms(fl.cpu),
+            wall(fl),
+            cpu(fl),
+            ms(ra.wall),
+            ms(ra.cpu),
+            wall(ra),
+            cpu(ra),
+            wall(fl) / wall(ra),
+            cpu(fl) / cpu(ra)
+        );
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    println!(
+        "median ratio flock ÷ rayon: by wall × workers {:.2}, by CPU {:.2}",
+        med(&mut by_wall),
+        med(&mut by_cpu)
+    );
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
@@ -300,6 +360,29 @@ fn main() {
         Some("ideal") => ideal(),
         Some("cpu") => cpu(&args.collect::<Vec<_>>()),
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
+        Some("fib") => fib(
+            args.next().map_or(15, |r| r.parse().expect("rounds")),
+            args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
+        ),
+        Some("fibloop") => {
+            use common::workloads::{time_fib_flock, time_fib_rayon, FIB_N};
+            let kind = args.next().expect("flock|rayon");
+            let n: usize = args.next().map_or(200, |r| r.parse().expect("runs"));
+            let w: usize = args.next().map_or(common::workers(), |w| w.parse().expect("workers"));
+            if kind == "flock" {
+                let f = flock::Pool::builder().workers(w).build().expect("flock");
+                (0..n).for_each(|_| {
+                    time_fib_flock(&f, FIB_N);
+                });
+                let st = f.stats();
+                println!("{n} runs: {} stolen, {:.0} a run", st.stolen, st.stolen as f64 / n as f64);
+            } else {
+                let r = rayon::ThreadPoolBuilder::new().num_threads(w).build().expect("rayon");
+                (0..n).for_each(|_| {
+                    time_fib_rayon(&r, FIB_N);
+                });
+            }
+        }
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
         _ => eprintln!("usage: drain_probe drain W | drain_probe spin | drain_probe one W | drain_probe cpu KIND... | drain_probe ideal"),
     }

@@ -362,6 +362,38 @@ pub fn time_fib_rayon(pool: &rayon::ThreadPool, n: u32) -> Duration {
     took
 }
 
+/// One `fib(n)` run's wall time and the CPU time the whole process used over it (every
+/// thread: the workers, the caller, anything else of ours awake), the result's check
+/// outside both.
+#[derive(Clone, Copy)]
+pub struct FibSpent {
+    pub wall: Duration,
+    pub cpu: Duration,
+}
+
+/// Runs `fib(n)` on `run` (sequentially, or through a pool's joins), measuring [`FibSpent`].
+pub fn fib_spent(run: FibRun<'_>, n: u32) -> FibSpent {
+    let cpu0 = super::process_cpu_ns();
+    let start = Instant::now();
+    let v = match run {
+        FibRun::Seq => fib_seq(black_box(n)),
+        FibRun::Flock(pool) => fib_flock(pool, black_box(n)),
+        FibRun::Rayon(pool) => pool.install(|| fib_rayon(black_box(n))),
+    };
+    let wall = start.elapsed();
+    let cpu = Duration::from_nanos(super::process_cpu_ns().saturating_sub(cpu0));
+    assert_eq!(v, fib_seq(n));
+    FibSpent { wall, cpu }
+}
+
+/// Who runs [`fib_spent`]'s `fib`.
+#[derive(Clone, Copy)]
+pub enum FibRun<'a> {
+    Seq,
+    Flock(&'a flock::Pool),
+    Rayon(&'a rayon::ThreadPool),
+}
+
 /// Times one sequential `fib(n)`.
 pub fn time_fib_seq(n: u32) -> Duration {
     let start = Instant::now();
