@@ -384,6 +384,6 @@ fn main() {
             }
         }
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | drain_probe spin | drain_probe one W | drain_probe cpu KIND... | drain_probe ideal"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W] | fibloop flock|rayon RUNS [W]"),
     }
 }
