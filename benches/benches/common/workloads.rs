@@ -346,20 +346,12 @@ pub fn fib_joins(n: u32) -> usize {
 
 /// Times one `fib(n)` through `flock::Pool::join`, checking the result.
 pub fn time_fib_flock(pool: &flock::Pool, n: u32) -> Duration {
-    let start = Instant::now();
-    let v = fib_flock(pool, black_box(n));
-    let took = start.elapsed();
-    assert_eq!(v, fib_seq(n));
-    took
+    fib_spent(FibRun::Flock(pool), n).wall
 }
 
 /// Times one `fib(n)` through `rayon::join` inside `pool.install`, checking the result.
 pub fn time_fib_rayon(pool: &rayon::ThreadPool, n: u32) -> Duration {
-    let start = Instant::now();
-    let v = pool.install(|| fib_rayon(black_box(n)));
-    let took = start.elapsed();
-    assert_eq!(v, fib_seq(n));
-    took
+    fib_spent(FibRun::Rayon(pool), n).wall
 }
 
 /// One `fib(n)` run's wall time and the CPU time the whole process used over it (every
@@ -396,9 +388,7 @@ pub enum FibRun<'a> {
 
 /// Times one sequential `fib(n)`.
 pub fn time_fib_seq(n: u32) -> Duration {
-    let start = Instant::now();
-    black_box(fib_seq(black_box(n)));
-    start.elapsed()
+    fib_spent(FibRun::Seq, n).wall
 }
 
 /// `burst`: `bursts` times, sleep [`BURST_IDLE`] (the workers go idle), then submit `tasks`
