@@ -7,7 +7,8 @@
 # count it keeps) the scope model must fail, and built with --cfg flock_canary_ring (the
 # re-check does not follow a submitter ring to the ring it grew into) the ring model must fail,
 # and built with --cfg flock_canary_room (releases wake blocked submitters one below the
-# low-water mark) the backpressure model must fail.
+# low-water mark) the backpressure model must fail, and built with --cfg flock_canary_undo (a
+# failed reservation's undo that crosses the mark wakes nobody) the model of that undo must fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -93,3 +94,6 @@ canary credit flock_canary_credit loom_scope_units_kept_by_workers_are_given_bac
 
 echo "== loom canary: a release that wakes blocked submitters one below the low-water mark must hang them"
 canary room flock_canary_room loom_block_wakes_at_the_low_water_mark
+
+echo "== loom canary: an undo that crosses the low-water mark without waking must hang the blocked submitter"
+canary undo flock_canary_undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter

@@ -617,6 +617,46 @@ fn loom_block_wakes_at_the_low_water_mark() {
     });
 }
 
+/// The undo of a failed reservation that takes `pending` below the low-water mark, made by
+/// another submitter than the blocked one: capacity 2 (mark 1), one worker. The main thread
+/// submits three tasks and may block on the third; another outside thread opens a scope and
+/// spawns one task into it, whose admission runs its caller's policy, `CallerRuns`. If that
+/// spawn's add finds the queue full and the worker's releases take `pending` from 3 to 1
+/// before its undo, the undo is the decrement that crosses the mark, and no release will:
+/// the spawn must wake the blocked submitter in their stead (`Reserved::Crossed`), then run
+/// its task through the queue or on its caller. Missing that wake leaves the main thread
+/// asleep with `pending` at 0 and the worker parked, which loom reports as a deadlock (the
+/// canary `flock_canary_undo` drops the wake and must).
+#[test]
+fn loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter() {
+    model(
+        "loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter",
+        || {
+            let pool = Arc::new(builder(1).capacity(2).build().expect("pool"));
+            let ran = counter();
+            let (p, r) = (pool.clone(), ran.clone());
+            let scoper = loom::thread::spawn(move || {
+                p.scope(|s| {
+                    s.spawn(move |_| {
+                        r.fetch_add(1, Ordering::SeqCst);
+                    });
+                });
+            });
+            for _ in 0..3 {
+                let r = ran.clone();
+                pool.submit(move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            }
+            scoper.join().unwrap();
+            pool.wait().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 4);
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// `Pool::broadcast` to a worker that is falling asleep: the job sits in its mailbox, never
 /// stolen, so only that worker can run it; a worker that parks without seeing it, and is
 /// not woken by `wake_specific`, deadlocks the caller. (With two workers the model did not

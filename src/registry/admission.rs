@@ -142,7 +142,9 @@ impl Registry {
     fn undo_reservation(&self) -> Reserved {
         // SeqCst, as a release's RMW: this may be the crossing decrement, which must see the
         // `blocked` increment of a submitter whose re-check it follows in `pending`'s order.
-        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() {
+        // `--cfg flock_canary_undo` never wakes for the crossing, so that the loom model of
+        // it must hang (scripts/loom.sh).
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() && !cfg!(flock_canary_undo) {
             Reserved::Crossed
         } else {
             Reserved::Full
