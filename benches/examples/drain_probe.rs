@@ -28,6 +28,18 @@
 //!
 //! `drain_probe fibloop flock|rayon RUNS W`: `RUNS` runs of `fib-join` on one pool of `W`
 //! workers, to run under `perf record`; flock's prints its steals.
+//!
+//! `drain_probe bystander [US]`: what a pool's idle cycle costs a thread of the same process
+//! that has nothing to do with it. A bystander thread spins counting for 2 s while the main
+//! thread hands one empty task every `US` µs (default 200) to a one-worker pool, which parks
+//! between tasks; flock's park issues the sleep protocol's `membarrier`, which interrupts
+//! every running thread of the process. Rounds of: no pool, flock, flock with `spin_limit(0)`,
+//! a crossbeam-channel pool;
+//! prints the bystander's count rate and flock's parks.
+//!
+//! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
+//! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
+//! every steal (the moonshot's `membarrier`, `docs/bench.md`) would add to each.
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -352,6 +364,100 @@ fn fib(rounds: usize, w: usize) {
     );
 }
 
+/// The bystander's count rate while `kind` (`none`, `flock`, `flock-nospin`, `channel`) runs one empty task
+/// every `us` µs for 2 s; and flock's parks meanwhile.
+fn bystander_round(kind: &str, us: u64) -> (f64, u64) {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let counter = std::thread::spawn(move || {
+        let start = Instant::now();
+        let mut n = 0u64;
+        while !s.load(Relaxed) {
+            n = std::hint::black_box(n + 1);
+        }
+        n as f64 / start.elapsed().as_secs_f64()
+    });
+    let pool = kind.starts_with("flock").then(|| {
+        let builder = flock::Pool::builder().workers(1).capacity(usize::MAX);
+        // `flock-nospin`: parks as soon as it finds nothing, as the channel pool's worker
+        // blocks, so the two differ by the park itself.
+        let builder = if kind == "flock-nospin" {
+            builder.spin_limit(0)
+        } else {
+            builder
+        };
+        builder.build().expect("pool")
+    });
+    let (tx, rx) = crossbeam_channel::unbounded::<()>();
+    let channel_worker =
+        (kind == "channel").then(|| std::thread::spawn(move || while rx.recv().is_ok() {}));
+    let parks_before = pool.as_ref().map_or(0, |p| p.stats().parks);
+    let start = Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        match (&pool, kind) {
+            (Some(p), _) => p.submit(|| ()).expect("submit"),
+            (None, "channel") => tx.send(()).expect("send"),
+            _ => {}
+        }
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
+    let parks = pool.as_ref().map_or(0, |p| p.stats().parks - parks_before);
+    stop.store(true, Relaxed);
+    drop(tx);
+    if let Some(w) = channel_worker {
+        w.join().expect("channel worker");
+    }
+    (counter.join().expect("bystander"), parks)
+}
+
+fn bystander(us: u64) {
+    for round in 0..3 {
+        for kind in ["none", "flock", "flock-nospin", "channel"] {
+            let (rate, parks) = bystander_round(kind, us);
+            let parks = if kind.starts_with("flock") {
+                format!(", {parks} parks")
+            } else {
+                String::new()
+            };
+            println!(
+                "round {round}, {kind:>7}: bystander {:.0} M counts/s{parks}",
+                rate / 1e6
+            );
+        }
+    }
+}
+
+/// Steals a run of the workloads built on `join` and `scope`, on one pool of `workers`.
+fn steals(runs: usize, workers: usize) {
+    use common::workloads::{
+        qsort_input, spawn_tree_flock_scope, time_fib_flock, time_qsort_flock, FIB_N, QSORT_LEN,
+        TREE_LEAVES,
+    };
+    let pool = flock::Pool::builder()
+        .workers(workers)
+        .build()
+        .expect("flock");
+    let input = qsort_input(QSORT_LEN);
+    let workloads: [(&str, &dyn Fn() -> std::time::Duration); 3] = [
+        ("fib-join", &|| time_fib_flock(&pool, FIB_N)),
+        ("qsort", &|| time_qsort_flock(&pool, &input)),
+        ("spawn-tree", &|| spawn_tree_flock_scope(&pool, TREE_LEAVES)),
+    ];
+    for (name, run) in workloads {
+        let before = pool.stats().stolen;
+        let mut times: Vec<f64> = (0..runs).map(|_| run().as_secs_f64() * 1e3).collect();
+        let stolen = pool.stats().stolen - before;
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{name}, {workers} workers: {:.1} steals a run ({stolen} in {runs}), median run {:.2} ms",
+            stolen as f64 / runs as f64,
+            times[times.len() / 2]
+        );
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
@@ -360,6 +466,11 @@ fn main() {
         Some("ideal") => ideal(),
         Some("cpu") => cpu(&args.collect::<Vec<_>>()),
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
+        Some("bystander") => bystander(args.next().map_or(200, |u| u.parse().expect("µs"))),
+        Some("steals") => steals(
+            args.next().map_or(20, |r| r.parse().expect("runs")),
+            args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
+        ),
         Some("fib") => fib(
             args.next().map_or(15, |r| r.parse().expect("rounds")),
             args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
@@ -384,6 +495,6 @@ fn main() {
             }
         }
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W] | fibloop flock|rayon RUNS [W]"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US]"),
     }
 }
