@@ -34,8 +34,7 @@
 //! thread hands one empty task every `US` µs (default 200) to a one-worker pool, which parks
 //! between tasks; flock's park issues the sleep protocol's `membarrier`, which interrupts
 //! every running thread of the process. Rounds of: no pool, flock, flock with `spin_limit(0)`,
-//! a crossbeam-channel pool;
-//! prints the bystander's count rate and flock's parks.
+//! a crossbeam-channel pool; prints the bystander's count rate and flock's parks.
 //!
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
