@@ -102,6 +102,7 @@ pub struct PoolBuilder {
     lanes: Option<Vec<(String, u32)>>,
     lane_reserve: bool,
     max_workers: Option<usize>,
+    membarrier: bool,
     /// Under loom: whether submits from outside go through submitter rings. Only the models
     /// written for the rings turn them on (`loom_rings`); the others keep the model
     /// injector, whose state space they were sized for (with rings, one of them ran past
@@ -129,6 +130,8 @@ pub(crate) struct Config {
     pub(crate) lanes: Vec<(String, u32)>,
     /// Whether a pool whose lanes differ in weight has a lane reserve.
     pub(crate) lane_reserve: bool,
+    /// Whether parking workers may use the membarrier, so that pushes skip their fence.
+    pub(crate) membarrier: bool,
     pub(crate) fifo: bool,
     /// Submitter rings per lane (`submitq.rs`).
     pub(crate) submit_rings: usize,
@@ -156,6 +159,7 @@ impl Default for PoolBuilder {
             lanes: None,
             lane_reserve: true,
             max_workers: None,
+            membarrier: true,
             loom_rings: false,
         }
     }
@@ -176,6 +180,7 @@ impl fmt::Debug for PoolBuilder {
             .field("lanes", &self.lanes)
             .field("lane_reserve", &self.lane_reserve)
             .field("max_workers", &self.max_workers)
+            .field("membarrier", &self.membarrier)
             .finish_non_exhaustive()
     }
 }
@@ -521,6 +526,37 @@ impl PoolBuilder {
         self
     }
 
+    /// Whether this pool's idle workers may use `membarrier(2)` when they park (default
+    /// `true`), so that the pool's hot paths need no fence.
+    ///
+    /// A worker about to sleep must see every task pushed before it checks the queues one
+    /// last time, else a task could wait with the worker asleep (a lost wake-up). With the
+    /// membarrier (Linux 4.14 and later), the parking worker pays for that ordering:
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` makes every other *running* thread of the process
+    /// execute a memory barrier, so a `join`, a local spawn or an outside submit needs only
+    /// a compiler fence. Its price is an interrupt of each CPU that runs a thread of this
+    /// process at the moment a worker parks, the application's own threads included:
+    /// measured on a 2-vCPU KVM guest, 7–9 µs of a busy thread's time per park, about 10% of
+    /// that thread at 11,000 parks a second (docs/bench.md).
+    ///
+    /// `false` keeps every CPU uninterrupted: each local push and each outside submit then
+    /// pays a SeqCst fence instead (a locked instruction, a few ns), and parks issue no
+    /// system call beyond the futex. Choose it for a pool that goes idle and wakes thousands
+    /// of times a second in a process with latency-sensitive threads of its own. Either way
+    /// no wake-up is lost. Where the kernel refuses the membarrier (another OS, an old
+    /// kernel, a seccomp filter) the pool uses the fences whatever this says;
+    /// [`Pool::uses_membarrier`] tells which one a pool got.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).membarrier(false).build().unwrap();
+    /// assert!(!pool.uses_membarrier());
+    /// assert_eq!(pool.join(|| 1, || 2), (1, 2));
+    /// ```
+    pub fn membarrier(mut self, on: bool) -> Self {
+        self.membarrier = on;
+        self
+    }
+
     /// Under loom: submits from outside go through submitter rings (see `loom_rings`).
     #[cfg(all(flock_loom, test))]
     pub(crate) fn loom_rings(mut self) -> Self {
@@ -607,6 +643,7 @@ impl PoolBuilder {
             track_latency: self.track_latency,
             lanes,
             lane_reserve: self.lane_reserve,
+            membarrier: self.membarrier,
             fifo: self.fifo,
             submit_rings: if cfg!(flock_loom) && !self.loom_rings {
                 0

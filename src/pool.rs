@@ -792,6 +792,20 @@ impl Pool {
     pub fn capacity(&self) -> usize {
         self.registry.cfg.capacity
     }
+
+    /// Whether this pool's parking workers use `membarrier(2)` so that its pushes need no
+    /// fence ([`PoolBuilder::membarrier`]): asked for (the default) and granted by the
+    /// kernel. `false` when the builder said `false`, or the system offers no expedited
+    /// private membarrier (not Linux, a kernel before 4.14, a seccomp filter); the pool then
+    /// fences its pushes. Either way no wake-up is lost.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().membarrier(false).build().unwrap();
+    /// assert!(!pool.uses_membarrier());
+    /// ```
+    pub fn uses_membarrier(&self) -> bool {
+        self.registry.sleep.barrier.heavy()
+    }
 }
 
 impl Drop for Pool {

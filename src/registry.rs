@@ -161,8 +161,6 @@ pub(crate) struct Registry {
 impl Registry {
     /// A registry with every slot idle; `Registry::resize` starts the workers.
     pub(crate) fn new(cfg: Config) -> Registry {
-        // Before any worker of this pool starts (see `barrier::MODE`).
-        crate::sleep::barrier::init();
         let slots = cfg.max_workers;
         // Only pools that read the clock per task pay for measuring the counter's rate.
         let clock = Clock::new(cfg.track_latency || cfg.lanes.len() > 1);
@@ -215,7 +213,8 @@ impl Registry {
             resizing: Mutex::new(()),
             spare_bundles: Mutex::new(Vec::new()),
             shown: AtomicUsize::new(0),
-            sleep: Sleep::new(slots),
+            // Before any worker of this pool starts (see `barrier::Barrier::mode`).
+            sleep: Sleep::new(slots, cfg.membarrier),
             reserve: if cfg.lane_reserve {
                 Reserve::new(slots, &cfg.lanes)
             } else {

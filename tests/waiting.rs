@@ -74,23 +74,41 @@ fn resume_reaches_a_worker_waiting_on_a_paused_task() {
 }
 
 /// Case 3 (stress; the loom model `loom_push_locally_then_block` is the deterministic check):
-/// a task submits B to its own deque, then blocks until B has run on the other worker.
+/// a task submits B to its own deque, then blocks until B has run on the other worker; and a
+/// `join` whose first half blocks until the second half ran on the other worker. Both with
+/// the membarrier (the push unfenced) and without it (`membarrier(false)`, the push fenced).
 #[test]
 fn a_task_blocking_on_what_it_pushed_locally_is_not_stranded() {
-    let rounds = if cfg!(miri) { 20 } else { 20_000 };
+    let rounds = if cfg!(miri) { 10 } else { 10_000 };
     watchdog(120, "push locally, then block on it", move || {
-        let pool = Arc::new(Pool::builder().workers(2).spin_limit(0).build().unwrap());
-        for _ in 0..rounds {
-            let p = pool.clone();
-            pool.submit(move || {
-                let (tx, rx) = mpsc::channel();
-                p.submit(move || tx.send(()).unwrap()).unwrap();
-                rx.recv().unwrap();
-            })
-            .unwrap();
-            pool.wait().unwrap();
+        for membarrier in [true, false] {
+            let pool = Arc::new(
+                Pool::builder()
+                    .workers(2)
+                    .spin_limit(0)
+                    .membarrier(membarrier)
+                    .build()
+                    .unwrap(),
+            );
+            if !membarrier {
+                assert!(!pool.uses_membarrier());
+            }
+            for _ in 0..rounds {
+                let p = pool.clone();
+                pool.submit(move || {
+                    let (tx, rx) = mpsc::channel();
+                    p.submit(move || tx.send(()).unwrap()).unwrap();
+                    rx.recv().unwrap();
+                })
+                .unwrap();
+                pool.wait().unwrap();
+                pool.install(|| {
+                    let (tx, rx) = mpsc::channel();
+                    flock::join(move || rx.recv().unwrap(), move || tx.send(()).unwrap());
+                });
+            }
+            pool.shutdown().unwrap();
         }
-        pool.shutdown().unwrap();
     });
 }
 

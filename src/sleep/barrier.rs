@@ -7,65 +7,95 @@
 //! side, `after_local_push`, runs on every local push (and every single push of a
 //! submitter onto an injector, `Sleep::notify_injected`): with the membarrier it is only a
 //! compiler fence. Where the membarrier is unavailable (another OS, an old kernel, a seccomp
-//! filter, Miri, loom) the light side becomes a SeqCst fence, the classic symmetric pairing.
+//! filter, Miri, loom), or the pool was built with `PoolBuilder::membarrier(false)`, the
+//! light side is a SeqCst fence, the classic symmetric pairing, and parks interrupt no one.
+//!
+//! The choice is per pool: the heavy side of pool P only has to pair with the pushes onto
+//! P's own queues, which read P's mode.
 
 use crate::sync::{fence, Ordering};
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU8};
+#[cfg(all(test, not(flock_loom)))]
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{compiler_fence, AtomicU8};
 
-const UNKNOWN: u8 = 0;
 const HEAVY: u8 = 1;
 const FENCED: u8 = 2;
 
-/// Which pairing this process uses. Decided by `init` before any pool's worker starts
-/// (`Registry::new`), so workers read it with a Relaxed load (their thread's start
-/// happens-after the store); it only ever moves from `HEAVY` to `FENCED`, never back.
-static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
-
-/// Whether this process ever registered: from then on every park issues the membarrier,
-/// also after `MODE` fell back to `FENCED`, since pushes from before the fall-back skipped
-/// their fence.
-static REGISTERED: AtomicBool = AtomicBool::new(false);
-
-/// Registers the process for expedited membarriers, or falls back to fenced pushes. Called
-/// by every pool's construction (cheap, idempotent), so a child after `fork` registers its
-/// new address space before its first pool starts.
-pub(crate) fn init() {
-    let heavy = !cfg!(any(flock_loom, miri, flock_canary_push)) && sys::register();
-    if heavy {
-        REGISTERED.store(true, Ordering::Relaxed);
-    }
-    let mode = if heavy { HEAVY } else { FENCED };
-    // Never back from FENCED: a push that already skipped its fence must stay paired.
-    if MODE.load(Ordering::Relaxed) != FENCED {
-        MODE.store(mode, Ordering::Relaxed);
-    }
+/// One pool's pairing.
+pub(crate) struct Barrier {
+    /// `HEAVY` or `FENCED`. Set before any worker of the pool starts (`Registry::new`), so
+    /// workers read it with a Relaxed load (their thread's start happens-after the store);
+    /// it only ever moves from `HEAVY` to `FENCED`, never back.
+    mode: AtomicU8,
+    /// Whether this pool registered for the membarrier: from then on every park issues it,
+    /// also after `mode` fell back to `FENCED`, since pushes from before the fall-back
+    /// skipped their fence.
+    registered: bool,
+    /// Membarriers issued by this pool's parks, for the test that a pool without them
+    /// issues none.
+    #[cfg(all(test, not(flock_loom)))]
+    issued: AtomicUsize,
 }
 
-/// After a push onto a worker's own deque, before it loads the sleep state.
-#[inline]
-pub(crate) fn after_local_push() {
-    if MODE.load(Ordering::Relaxed) == HEAVY {
-        // The membarrier of a parking worker stands in for a hardware fence here; only the
-        // compiler must keep the push's store before the state's load.
-        compiler_fence(Ordering::SeqCst);
-    } else if !cfg!(flock_canary_push) {
-        // Pairs with F2 of a parking worker (README.md, "Why no wake-up is lost").
-        // `--cfg flock_canary_push` removes it so that the loom model of a task that blocks
-        // after a local push must fail (scripts/loom.sh).
-        fence(Ordering::SeqCst);
-    }
-}
-
-/// After a parking worker's F2, before its re-check of the queues.
-pub(crate) fn before_recheck() {
-    if REGISTERED.load(Ordering::Relaxed) && !sys::barrier() {
-        // Refused after a successful registration (should not happen): from now on every
-        // push fences. Pushes that skipped their fence before this are not ordered with our
-        // re-check, so re-register and try once more.
-        MODE.store(FENCED, Ordering::Relaxed);
-        if sys::register() {
-            sys::barrier();
+impl Barrier {
+    /// Registers the process for expedited membarriers when `membarrier` asks for them and
+    /// the kernel offers them, else the fenced pairing. Registration is cheap and
+    /// idempotent, and every pool's construction asks again, so a child after `fork`
+    /// registers its new address space before its first pool starts.
+    pub(crate) fn new(membarrier: bool) -> Barrier {
+        let heavy =
+            membarrier && !cfg!(any(flock_loom, miri, flock_canary_push)) && sys::register();
+        Barrier {
+            mode: AtomicU8::new(if heavy { HEAVY } else { FENCED }),
+            registered: heavy,
+            #[cfg(all(test, not(flock_loom)))]
+            issued: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether this pool's local pushes skip their fence because its parks issue the
+    /// membarrier (`Pool::uses_membarrier`).
+    pub(crate) fn heavy(&self) -> bool {
+        self.mode.load(Ordering::Relaxed) == HEAVY
+    }
+
+    /// After a push onto a worker's own deque, before it loads the sleep state.
+    #[inline]
+    pub(crate) fn after_local_push(&self) {
+        if self.mode.load(Ordering::Relaxed) == HEAVY {
+            // The membarrier of a parking worker stands in for a hardware fence here; only
+            // the compiler must keep the push's store before the state's load.
+            compiler_fence(Ordering::SeqCst);
+        } else if !cfg!(flock_canary_push) {
+            // Pairs with F2 of a parking worker (README.md, "Why no wake-up is lost").
+            // `--cfg flock_canary_push` removes it so that the loom model of a task that
+            // blocks after a local push must fail (scripts/loom.sh).
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    /// After a parking worker's F2, before its re-check of the queues.
+    pub(crate) fn before_recheck(&self) {
+        if !self.registered {
+            return;
+        }
+        #[cfg(all(test, not(flock_loom)))]
+        self.issued.fetch_add(1, Ordering::Relaxed);
+        if !sys::barrier() {
+            // Refused after a successful registration (should not happen): from now on
+            // every push fences. Pushes that skipped their fence before this are not
+            // ordered with our re-check, so re-register and try once more.
+            self.mode.store(FENCED, Ordering::Relaxed);
+            if sys::register() {
+                sys::barrier();
+            }
+        }
+    }
+
+    /// Membarriers this pool's parks issued.
+    #[cfg(all(test, not(flock_loom)))]
+    pub(crate) fn issued(&self) -> usize {
+        self.issued.load(Ordering::Relaxed)
     }
 }
 

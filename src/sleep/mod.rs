@@ -26,16 +26,21 @@ pub(crate) struct Sleep {
     state: CachePadded<AtomicU64>,
     sleepers: Mutex<Vec<usize>>,
     parkers: Box<[CachePadded<Parker>]>,
+    /// The asymmetric barrier's pairing for this pool (`barrier.rs`).
+    pub(crate) barrier: barrier::Barrier,
 }
 
 impl Sleep {
-    pub(crate) fn new(workers: usize) -> Sleep {
+    /// `membarrier`: whether parks may use the membarrier so that pushes skip their fence
+    /// (`PoolBuilder::membarrier`). Called before any worker of the pool starts.
+    pub(crate) fn new(workers: usize, membarrier: bool) -> Sleep {
         Sleep {
             state: CachePadded::new(AtomicU64::new(0)),
             sleepers: Mutex::new(Vec::with_capacity(workers)),
             parkers: (0..workers)
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
+            barrier: barrier::Barrier::new(membarrier),
         }
     }
 
@@ -84,7 +89,7 @@ impl Sleep {
         fence(Ordering::SeqCst);
         // The heavy side of the asymmetric barrier: pairs with the light side of every
         // local push (`notify_local_work`), README.md "Local pushes".
-        barrier::before_recheck();
+        self.barrier.before_recheck();
     }
 
     /// Takes back an announcement: we are a searcher again either way. Returns true if we
@@ -180,7 +185,7 @@ impl Sleep {
         // The light side: a compiler fence where parking workers issue a membarrier, else
         // a SeqCst fence. Either way this load sees `sleeping` of any worker whose re-check
         // could have missed our push.
-        barrier::after_local_push();
+        self.barrier.after_local_push();
         if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
             self.notify_local_work_cold();
         }
@@ -204,7 +209,7 @@ impl Sleep {
     #[inline]
     pub(crate) fn notify_injected(&self, queued: impl FnOnce() -> usize) {
         // The light side of the barrier, as in `notify_local_work`.
-        barrier::after_local_push();
+        self.barrier.after_local_push();
         if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
             self.notify_injected_cold(queued);
         }
@@ -341,7 +346,7 @@ mod tests {
 
     #[test]
     fn searchers_are_capped_at_half_the_workers() {
-        let sleep = Sleep::new(4);
+        let sleep = Sleep::new(4, true);
         assert!(sleep.transition_to_searching(4));
         assert!(sleep.transition_to_searching(4));
         assert!(
@@ -359,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_wake_moves_one_sleeper_to_searching_and_leaves_a_token() {
-        let sleep = Sleep::new(2);
+        let sleep = Sleep::new(2, true);
         assert!(sleep.transition_to_searching(2));
         sleep.announce_parked(0, true);
         sleep.announce_parked(1, false);
@@ -381,7 +386,7 @@ mod tests {
 
     #[test]
     fn wake_all_empties_the_sleeper_list() {
-        let sleep = Sleep::new(3);
+        let sleep = Sleep::new(3, true);
         for i in 0..3 {
             sleep.announce_parked(i, false);
         }
@@ -397,7 +402,7 @@ mod tests {
     /// are fewer than the queued jobs.
     #[test]
     fn an_outside_submit_wakes_at_most_one_and_only_for_jobs_beyond_the_searchers() {
-        let sleep = Sleep::new(4);
+        let sleep = Sleep::new(4, true);
         for i in 0..4 {
             sleep.announce_parked(i, false);
         }
@@ -418,6 +423,53 @@ mod tests {
         assert_eq!(sleep.counts(), (3, 1));
         for i in 1..4 {
             sleep.park(i); // the woken workers' tokens were set
+        }
+    }
+
+    /// Parks of a pool built with `membarrier(false)` issue no membarrier (its pushes fence
+    /// instead); those of a default pool, where the kernel grants it, issue one each.
+    #[test]
+    fn only_a_pool_that_uses_the_membarrier_issues_it_when_parking() {
+        use std::time::{Duration, Instant};
+        const TASKS: u64 = if cfg!(miri) { 5 } else { 20 };
+        fn parks_after_tasks(pool: &crate::Pool) -> u64 {
+            for _ in 0..TASKS {
+                let before = pool.stats().parks;
+                pool.spawn(|| ()).join().unwrap();
+                // Let the worker run out of work and park (spin_limit 0) before the next.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while pool.stats().parks == before && Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+            }
+            pool.stats().parks
+        }
+        let build = |membarrier| {
+            crate::Pool::builder()
+                .workers(1)
+                .spin_limit(0)
+                .membarrier(membarrier)
+                .build()
+                .unwrap()
+        };
+        let fenced = build(false);
+        assert!(!fenced.uses_membarrier());
+        let parks = parks_after_tasks(&fenced);
+        assert!(parks >= TASKS, "the worker parked between tasks ({parks})");
+        assert_eq!(fenced.registry().sleep.barrier.issued(), 0);
+
+        let heavy = build(true);
+        if heavy.uses_membarrier() {
+            let parks = parks_after_tasks(&heavy);
+            assert!(parks >= TASKS, "the worker parked between tasks ({parks})");
+            let issued = heavy.registry().sleep.barrier.issued();
+            assert!(
+                issued as u64 >= parks,
+                "one membarrier per park: {issued} for {parks} parks"
+            );
+        } else {
+            // Not Linux, an old kernel, a seccomp filter, Miri: only the fenced half ran.
+            eprintln!("no expedited membarrier here: the heavy half was not checked");
         }
     }
 }
