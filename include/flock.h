@@ -236,6 +236,16 @@ struct flock_config {
     // to and must keep it valid until the pool's last worker has stopped (flock_shutdown or
     // flock_pool_free, called from outside the pool, has returned). Default: NULL.
     void *worker_hook_arg;
+    // Let idle workers use membarrier(2) when they park (default: true), so that the pool's
+    // pushes (a task's own submits, outside submits) need no memory fence. Each park then
+    // interrupts every CPU running a thread of this process, the application's own threads
+    // included (7-9 us of a busy thread's time per park on a 2-vCPU KVM guest). false: every
+    // push pays a fence instead (a few ns) and parks interrupt no one; suits a pool that
+    // goes idle thousands of times a second beside latency-sensitive threads. Either way no
+    // wake-up is lost. Where the kernel refuses the membarrier the pool fences whatever this
+    // says; flock_uses_membarrier tells which a pool got. See the Rust
+    // PoolBuilder::membarrier.
+    bool membarrier;
 };
 
 // See `struct flock_config`.
@@ -473,6 +483,21 @@ flock_status_t flock_resume(flock_pool_t *pool);
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
 flock_status_t flock_is_paused(const flock_pool_t *pool, bool *out);
+
+// Stores in *out whether the pool's parking workers use membarrier(2), so that its pushes
+// need no fence: asked for (flock_config_t.membarrier, the default) and granted by the
+// kernel. false when the configuration said false, or the system offers no expedited
+// private membarrier (not Linux, a kernel before 4.14, a seccomp filter).
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
+// FLOCK_OK).
+//
+// Ownership: the caller owns *out. Thread-safety: any thread, concurrently with every other
+// call on the pool except flock_pool_free.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+flock_status_t flock_uses_membarrier(const flock_pool_t *pool, bool *out);
 
 // A short English description of a status: a static NUL-terminated string, never NULL, that
 // the caller must not free or modify. A value that is not a flock_status_t constant gives

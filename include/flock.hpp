@@ -263,6 +263,9 @@ struct config : flock_config_t {
     config& track_latency(bool on = true) noexcept { flock_config_t::track_latency = on; return *this; }
     /// Keep a lane reserve when the lanes differ in weight (see flock_config_t::lane_reserve).
     config& lane_reserve(bool on = true) noexcept { flock_config_t::lane_reserve = on; return *this; }
+    /// Let parking workers use membarrier(2) so that pushes need no fence (the default; see
+    /// flock_config_t::membarrier).
+    config& membarrier(bool on = true) noexcept { flock_config_t::membarrier = on; return *this; }
     /// The most workers pool::resize may ask for (0: the default, see flock_config_t).
     config& max_workers(uint32_t n) noexcept { flock_config_t::max_workers = n; return *this; }
     /// The pool's lanes, as (name, weight) pairs in index order: lanes({{"ui", 8}, {"batch",
@@ -507,6 +510,13 @@ public:
         bool paused = false;
         detail::check(flock_is_paused(p_, &paused));
         return paused;
+    }
+
+    /// Whether the pool's parking workers use membarrier(2) (see flock_uses_membarrier).
+    bool uses_membarrier() const {
+        bool uses = false;
+        detail::check(flock_uses_membarrier(p_, &uses));
+        return uses;
     }
 
     /// Drops every queued task that has not started (see flock_purge): each callable is

@@ -128,3 +128,36 @@ pub unsafe extern "C" fn flock_is_paused(
         flock_status_t::FLOCK_OK
     }
 }
+
+/// Stores in *out whether the pool's parking workers use membarrier(2), so that its pushes
+/// need no fence: asked for (flock_config_t.membarrier, the default) and granted by the
+/// kernel. false when the configuration said false, or the system offers no expedited
+/// private membarrier (not Linux, a kernel before 4.14, a seccomp filter).
+///
+/// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
+/// FLOCK_OK).
+///
+/// Ownership: the caller owns *out. Thread-safety: any thread, concurrently with every other
+/// call on the pool except flock_pool_free.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn flock_uses_membarrier(
+    pool: *const flock_pool_t,
+    out: *mut bool,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        let pool = match unsafe { pool_ref(pool) } {
+            Ok(pool) => pool,
+            Err(status) => return status,
+        };
+        if out.is_null() {
+            return flock_status_t::FLOCK_ERR_NULL;
+        }
+        // SAFETY: not NULL (checked above) and writable per the contract.
+        unsafe { out.write(pool.inner.uses_membarrier()) };
+        flock_status_t::FLOCK_OK
+    }
+}

@@ -33,7 +33,9 @@ pub use config::{
     flock_config, flock_config_init, flock_config_t, flock_when_full, flock_when_full_t,
     FLOCK_MIN_STACK_SIZE,
 };
-pub use control::{flock_is_paused, flock_pause, flock_resize, flock_resume};
+pub use control::{
+    flock_is_paused, flock_pause, flock_resize, flock_resume, flock_uses_membarrier,
+};
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
 pub use group::{
     flock_group, flock_group_cancel, flock_group_free, flock_group_new, flock_group_submit,

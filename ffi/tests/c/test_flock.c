@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1026,6 +1027,49 @@ static void test_lane_reserve(void) {
     }
 }
 
+typedef struct {
+    flock_pool_t *pool;
+    atomic_int inner_ran;
+} pushed_t;
+
+static void mark_inner(void *arg) { atomic_store(&((pushed_t *)arg)->inner_ran, 1); }
+
+/* Submits a task to its own pool (onto this worker's deque), then blocks until another worker
+ * ran it: the other worker, parked, must see the push. */
+static void push_then_block(void *arg) {
+    pushed_t *p = arg;
+    CHECK_STATUS(flock_submit(p->pool, mark_inner, p), FLOCK_OK);
+    while (!atomic_load(&p->inner_ran)) sched_yield();
+}
+
+/* flock_config_t.membarrier: on by default; false gives a pool that fences its pushes
+ * (flock_uses_membarrier says false), and either way a task that blocks on what it pushed
+ * gets it run by the other worker. */
+static void test_membarrier(void) {
+    for (int on = 1; on >= 0; on--) {
+        flock_config_t cfg;
+        flock_config_init(&cfg);
+        CHECK(cfg.membarrier);
+        cfg.workers = 2;
+        cfg.spin_limit = 0;
+        cfg.membarrier = on;
+        flock_pool_t *pool = NULL;
+        CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_OK);
+        bool uses = !on;
+        CHECK_STATUS(flock_uses_membarrier(pool, &uses), FLOCK_OK);
+        if (!on) CHECK(!uses);
+        CHECK_STATUS(flock_uses_membarrier(NULL, &uses), FLOCK_ERR_NULL);
+        CHECK_STATUS(flock_uses_membarrier(pool, NULL), FLOCK_ERR_NULL);
+        for (int i = 0; i < 500; i++) {
+            pushed_t p = {pool, 0};
+            CHECK_STATUS(flock_submit(pool, push_then_block, &p), FLOCK_OK);
+            CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+            CHECK(atomic_load(&p.inner_ran));
+        }
+        flock_pool_free(pool);
+    }
+}
+
 static void test_unknown_lane(void) {
     flock_lane_t lanes[2] = {{"a", 1}, {"b", 1}};
     flock_pool_t *pool = new_lane_pool(1, lanes, 2);
@@ -1978,6 +2022,7 @@ int main(void) {
     RUN(test_lane_submit_and_stats);
     RUN(test_yield_to_lanes);
     RUN(test_lane_reserve);
+    RUN(test_membarrier);
     RUN(test_unknown_lane);
     RUN(test_lane_config_invalid);
     RUN(test_resize_under_concurrent_submits);

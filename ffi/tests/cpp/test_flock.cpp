@@ -463,6 +463,9 @@ static void test_config_lanes_survive_copies() {
 
     CHECK(copy.flock_config_t::lane_reserve);  // on by default
     CHECK(!flock::config().lane_reserve(false).flock_config_t::lane_reserve);
+    CHECK(copy.flock_config_t::membarrier);  // on by default
+    CHECK(!flock::config().membarrier(false).flock_config_t::membarrier);
+    CHECK(!flock::pool(flock::config().workers(1).membarrier(false)).uses_membarrier());
 
     flock::config none = flock::config().lanes({{"x", 1}}).lanes({});  // back to the default
     CHECK(none.flock_config_t::lanes == nullptr);
