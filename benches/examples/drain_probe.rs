@@ -20,11 +20,11 @@
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
 //! one, and each thread's CPU time.
 //!
-//! `drain_probe fib ROUNDS W`: `fib-join` with `W` workers (default: as the bench) in
-//! interleaved rounds (sequential, flock, rayon), each run's wall and process CPU time, and
+//! `drain_probe fib ROUNDS W [fenced]`: `fib-join` with `W` workers (default: as the bench)
+//! in interleaved rounds (sequential, flock, rayon), each run's wall and process CPU time, and
 //! the CPU per join beyond the sequential run counted two ways: wall time × workers (the
 //! report's measure before) and the process's CPU time (its measure now); per-round ratios
-//! flock ÷ rayon and their medians.
+//! flock ÷ rayon and their medians. `fenced`: flock's pool built with `membarrier(false)`.
 //!
 //! `drain_probe fibloop flock|rayon RUNS W`: `RUNS` runs of `fib-join` on one pool of `W`
 //! workers, to run under `perf record`; flock's prints its steals.
@@ -34,7 +34,9 @@
 //! thread hands one empty task every `US` µs (default 200) to a one-worker pool, which parks
 //! between tasks; flock's park issues the sleep protocol's `membarrier`, which interrupts
 //! every running thread of the process. Rounds of: no pool, flock, flock with `spin_limit(0)`,
-//! a crossbeam-channel pool; prints the bystander's count rate and flock's parks.
+//! flock with `membarrier(false)`, a crossbeam-channel pool; prints the bystander's count
+//! rate, flock's parks, and the function-call interrupts (IPIs) all CPUs took meanwhile
+//! (`/proc/interrupts`), which count the membarrier's interrupts where time is too noisy.
 //!
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
@@ -313,10 +315,16 @@ fn ideal() {
 }
 
 /// `drain_probe fib ROUNDS W`: see the module doc.
-fn fib(rounds: usize, w: usize) {
+/// `fenced`: flock's pool built with `membarrier(false)` (every push fenced).
+fn fib(rounds: usize, w: usize, fenced: bool) {
     use common::workloads::{fib_joins, fib_spent, FibRun, FibSpent, FIB_N};
     let joins = fib_joins(FIB_N) as f64;
-    let flock = flock::Pool::builder().workers(w).build().expect("flock");
+    let flock = flock::Pool::builder()
+        .workers(w)
+        .membarrier(!fenced)
+        .build()
+        .expect("flock");
+    println!("flock uses the membarrier: {}", flock.uses_membarrier());
     let rayon = rayon::ThreadPoolBuilder::new()
         .num_threads(w)
         .build()
@@ -363,9 +371,9 @@ fn fib(rounds: usize, w: usize) {
     );
 }
 
-/// The bystander's count rate while `kind` (`none`, `flock`, `flock-nospin`, `channel`) runs one empty task
-/// every `us` µs for 2 s; and flock's parks meanwhile.
-fn bystander_round(kind: &str, us: u64) -> (f64, u64) {
+/// The bystander's count rate while `kind` (`none`, `flock`, `flock-nospin`, `flock-fenced`,
+/// `channel`) runs one empty task every `us` µs for 2 s; and flock's parks meanwhile.
+fn bystander_round(kind: &str, us: u64) -> (f64, u64, Option<u64>) {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::sync::Arc;
     let stop = Arc::new(AtomicBool::new(false));
@@ -382,10 +390,11 @@ fn bystander_round(kind: &str, us: u64) -> (f64, u64) {
         let builder = flock::Pool::builder().workers(1).capacity(usize::MAX);
         // `flock-nospin`: parks as soon as it finds nothing, as the channel pool's worker
         // blocks, so the two differ by the park itself.
-        let builder = if kind == "flock-nospin" {
-            builder.spin_limit(0)
-        } else {
-            builder
+        // `flock-fenced`: `membarrier(false)`, its parks interrupt no other thread.
+        let builder = match kind {
+            "flock-nospin" => builder.spin_limit(0),
+            "flock-fenced" => builder.membarrier(false),
+            _ => builder,
         };
         builder.build().expect("pool")
     });
@@ -393,6 +402,7 @@ fn bystander_round(kind: &str, us: u64) -> (f64, u64) {
     let channel_worker =
         (kind == "channel").then(|| std::thread::spawn(move || while rx.recv().is_ok() {}));
     let parks_before = pool.as_ref().map_or(0, |p| p.stats().parks);
+    let calls_before = call_interrupts();
     let start = Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(2) {
         match (&pool, kind) {
@@ -403,25 +413,40 @@ fn bystander_round(kind: &str, us: u64) -> (f64, u64) {
         std::thread::sleep(std::time::Duration::from_micros(us));
     }
     let parks = pool.as_ref().map_or(0, |p| p.stats().parks - parks_before);
+    let calls = call_interrupts().zip(calls_before).map(|(a, b)| a - b);
     stop.store(true, Relaxed);
     drop(tx);
     if let Some(w) = channel_worker {
         w.join().expect("channel worker");
     }
-    (counter.join().expect("bystander"), parks)
+    (counter.join().expect("bystander"), parks, calls)
+}
+
+/// Function-call interrupts (IPIs; a `membarrier` sends one to each CPU it interrupts) taken
+/// by all CPUs so far, from `/proc/interrupts`' `CAL` row; `None` where there is none.
+fn call_interrupts() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
+    let row = text.lines().find(|l| l.trim_start().starts_with("CAL:"))?;
+    Some(
+        row.split_whitespace()
+            .skip(1)
+            .map_while(|f| f.parse::<u64>().ok())
+            .sum(),
+    )
 }
 
 fn bystander(us: u64) {
     for round in 0..3 {
-        for kind in ["none", "flock", "flock-nospin", "channel"] {
-            let (rate, parks) = bystander_round(kind, us);
+        for kind in ["none", "flock", "flock-nospin", "flock-fenced", "channel"] {
+            let (rate, parks, calls) = bystander_round(kind, us);
             let parks = if kind.starts_with("flock") {
                 format!(", {parks} parks")
             } else {
                 String::new()
             };
+            let calls = calls.map_or(String::new(), |c| format!(", {c} call interrupts"));
             println!(
-                "round {round}, {kind:>7}: bystander {:.0} M counts/s{parks}",
+                "round {round}, {kind:>12}: bystander {:.0} M counts/s{parks}{calls}",
                 rate / 1e6
             );
         }
@@ -473,6 +498,7 @@ fn main() {
         Some("fib") => fib(
             args.next().map_or(15, |r| r.parse().expect("rounds")),
             args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
+            args.next().as_deref() == Some("fenced"),
         ),
         Some("fibloop") => {
             use common::workloads::{time_fib_flock, time_fib_rayon, FIB_N};
@@ -494,6 +520,6 @@ fn main() {
             }
         }
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US]"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US]"),
     }
 }
