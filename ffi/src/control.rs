@@ -1,4 +1,5 @@
-//! Changing a running pool: `flock_resize`, `flock_pause`, `flock_resume`, `flock_is_paused`.
+//! Changing a running pool: `flock_resize`, `flock_pause`, `flock_resume`; and asking about
+//! it: `flock_is_paused`, `flock_uses_membarrier`.
 
 use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
@@ -116,16 +117,7 @@ pub unsafe extern "C" fn flock_is_paused(
 ) -> flock_status_t {
     ffi_panic_boundary! {
         // SAFETY: per this function's contract.
-        let pool = match unsafe { pool_ref(pool) } {
-            Ok(pool) => pool,
-            Err(status) => return status,
-        };
-        if out.is_null() {
-            return flock_status_t::FLOCK_ERR_NULL;
-        }
-        // SAFETY: not NULL (checked above) and writable per the contract.
-        unsafe { out.write(pool.inner.is_paused()) };
-        flock_status_t::FLOCK_OK
+        unsafe { answer(pool, out, flock_core::Pool::is_paused) }
     }
 }
 
@@ -149,15 +141,29 @@ pub unsafe extern "C" fn flock_uses_membarrier(
 ) -> flock_status_t {
     ffi_panic_boundary! {
         // SAFETY: per this function's contract.
-        let pool = match unsafe { pool_ref(pool) } {
-            Ok(pool) => pool,
-            Err(status) => return status,
-        };
-        if out.is_null() {
-            return flock_status_t::FLOCK_ERR_NULL;
-        }
-        // SAFETY: not NULL (checked above) and writable per the contract.
-        unsafe { out.write(pool.inner.uses_membarrier()) };
-        flock_status_t::FLOCK_OK
+        unsafe { answer(pool, out, flock_core::Pool::uses_membarrier) }
     }
+}
+
+/// Stores `ask(pool)` in *out: FLOCK_OK, or FLOCK_ERR_NULL (and *out untouched) when pool or
+/// out is NULL.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+unsafe fn answer(
+    pool: *const flock_pool_t,
+    out: *mut bool,
+    ask: impl FnOnce(&flock_core::Pool) -> bool,
+) -> flock_status_t {
+    // SAFETY: per this function's contract.
+    let pool = match unsafe { pool_ref(pool) } {
+        Ok(pool) => pool,
+        Err(status) => return status,
+    };
+    if out.is_null() {
+        return flock_status_t::FLOCK_ERR_NULL;
+    }
+    // SAFETY: not NULL (checked above) and writable per the contract.
+    unsafe { out.write(ask(&pool.inner)) };
+    flock_status_t::FLOCK_OK
 }
