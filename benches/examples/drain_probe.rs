@@ -38,6 +38,9 @@
 //! rate, flock's parks, and the function-call interrupts (IPIs) all CPUs took meanwhile
 //! (`/proc/interrupts`), which count the membarrier's interrupts where time is too noisy.
 //!
+//! `drain_probe wake ROUNDS`: `wake-latency`'s p50 (100 samples) for the bare futex wake,
+//! flock and the crossbeam-channel pool, in turn, `ROUNDS` times (default 5).
+//!
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
 //! every steal (the moonshot's `membarrier`, `docs/bench.md`) would add to each.
@@ -482,6 +485,28 @@ fn steals(runs: usize, workers: usize) {
     }
 }
 
+/// `drain_probe wake ROUNDS`: `wake-latency`'s p50 for the bare futex wake, flock and the
+/// channel pool, 100 samples each, in turn, `ROUNDS` times.
+fn wake(rounds: usize) {
+    use common::peers::{ChannelPool, Flock};
+    use common::workloads::{futex_wake_latency, wake_latency};
+    let p50 = |mut v: Vec<std::time::Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    let (flock, channel) = (Flock::new(), ChannelPool::new());
+    for r in 0..rounds {
+        let futex = p50(futex_wake_latency(100));
+        let fl = p50(wake_latency(&flock, 100));
+        let ch = p50(wake_latency(&channel, 100));
+        println!(
+            "round {r}: p50 futex {futex:.1} µs, flock {fl:.1} µs ({:.2}×), channel {ch:.1} µs ({:.2}×)",
+            fl / futex,
+            ch / futex
+        );
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
@@ -519,7 +544,8 @@ fn main() {
                 });
             }
         }
+        Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US]"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS]"),
     }
 }
