@@ -427,22 +427,23 @@ mod tests {
     }
 
     /// Parks of a pool built with `membarrier(false)` issue no membarrier (its pushes fence
-    /// instead); those of a default pool, where the kernel grants it, issue one each.
+    /// instead); those of a default pool, where the kernel grants it, issue one each. Reads
+    /// the sleep state, not `Stats::parks`, which builds without the `stats` feature lack.
     #[test]
     fn only_a_pool_that_uses_the_membarrier_issues_it_when_parking() {
         use std::time::{Duration, Instant};
-        const TASKS: u64 = if cfg!(miri) { 5 } else { 20 };
-        fn parks_after_tasks(pool: &crate::Pool) -> u64 {
-            for _ in 0..TASKS {
-                let before = pool.stats().parks;
+        const TASKS: usize = if cfg!(miri) { 5 } else { 20 };
+        /// Runs `TASKS` tasks on `pool`'s only worker, each time waiting until `parked` says
+        /// the worker went back to sleep.
+        fn tasks_each_followed_by_a_park(pool: &crate::Pool, parked: &dyn Fn(usize) -> bool) {
+            for i in 0..TASKS {
                 pool.spawn(|| ()).join().unwrap();
-                // Let the worker run out of work and park (spin_limit 0) before the next.
                 let deadline = Instant::now() + Duration::from_secs(10);
-                while pool.stats().parks == before && Instant::now() < deadline {
+                while !parked(i) {
+                    assert!(Instant::now() < deadline, "the worker never parked again");
                     std::thread::yield_now();
                 }
             }
-            pool.stats().parks
         }
         let build = |membarrier| {
             crate::Pool::builder()
@@ -454,19 +455,19 @@ mod tests {
         };
         let fenced = build(false);
         assert!(!fenced.uses_membarrier());
-        let parks = parks_after_tasks(&fenced);
-        assert!(parks >= TASKS, "the worker parked between tasks ({parks})");
-        assert_eq!(fenced.registry().sleep.barrier.issued(), 0);
+        let sleep = &fenced.registry().sleep;
+        // The spawn's wake took the worker off the sleeper list (`wake_listed`) before
+        // `join` returned, so a listed sleeper now is the worker back in `announce_parked`,
+        // which runs the heavy side (`before_recheck`) at once.
+        tasks_each_followed_by_a_park(&fenced, &|_| sleep.counts().1 == 1);
+        assert_eq!(sleep.barrier.issued(), 0);
 
         let heavy = build(true);
         if heavy.uses_membarrier() {
-            let parks = parks_after_tasks(&heavy);
-            assert!(parks >= TASKS, "the worker parked between tasks ({parks})");
-            let issued = heavy.registry().sleep.barrier.issued();
-            assert!(
-                issued as u64 >= parks,
-                "one membarrier per park: {issued} for {parks} parks"
-            );
+            let barrier = &heavy.registry().sleep.barrier;
+            let first = barrier.issued();
+            // One more membarrier after each task: the worker's park.
+            tasks_each_followed_by_a_park(&heavy, &|i| barrier.issued() > first + i);
         } else {
             // Not Linux, an old kernel, a seccomp filter, Miri: only the fenced half ran.
             eprintln!("no expedited membarrier here: the heavy half was not checked");
