@@ -540,8 +540,8 @@ impl PoolBuilder {
     /// that thread at 11,000 parks a second (docs/bench.md).
     ///
     /// `false` keeps every CPU uninterrupted: each local push and each outside submit then
-    /// pays a SeqCst fence instead (a locked instruction, a few ns), and parks issue no
-    /// system call beyond the futex. Choose it for a pool that goes idle and wakes thousands
+    /// pays a SeqCst fence instead (a locked instruction; `fib-join` spent about half as much
+    /// CPU again per join, docs/bench.md), and parks issue no system call beyond the futex. Choose it for a pool that goes idle and wakes thousands
     /// of times a second in a process with latency-sensitive threads of its own. Either way
     /// no wake-up is lost. Where the kernel refuses the membarrier (another OS, an old
     /// kernel, a seccomp filter) the pool uses the fences whatever this says;
