@@ -126,11 +126,10 @@ pub struct flock_config {
     /// interrupts every CPU running a thread of this process, the application's own threads
     /// included (7-9 us of a busy thread's time per park on a 2-vCPU KVM guest). false: every
     /// push pays a fence instead (fork-join spent about half as much CPU again per join) and
-    /// parks interrupt no one; suits a pool that
-    /// goes idle thousands of times a second beside latency-sensitive threads. Either way no
-    /// wake-up is lost. Where the kernel refuses the membarrier the pool fences whatever this
-    /// says; flock_uses_membarrier tells which a pool got. See the Rust
-    /// PoolBuilder::membarrier.
+    /// parks interrupt no one; suits a pool that goes idle thousands of times a second beside
+    /// latency-sensitive threads. Either way no wake-up is lost. Where the kernel refuses the
+    /// membarrier the pool fences whatever this says; flock_uses_membarrier tells which a
+    /// pool got. See the Rust PoolBuilder::membarrier.
     pub membarrier: bool,
 }
 
