@@ -41,6 +41,10 @@
 //! `drain_probe wake ROUNDS`: `wake-latency`'s p50 (100 samples) for the bare futex wake,
 //! flock and the crossbeam-channel pool, in turn, `ROUNDS` times (default 5).
 //!
+//! `drain_probe clock`: what one reading of the time-stamp counter costs on this CPU alone
+//! and right after a locked read-modify-write (as a worker's reading at a task's end follows
+//! the task's atomics), against the locked instruction alone (x86-64 only; median of 5).
+//!
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
 //! every steal (the moonshot's `membarrier`, `docs/bench.md`) would add to each.
@@ -507,6 +511,57 @@ fn wake(rounds: usize) {
     }
 }
 
+/// ns per iteration of `body` over 10M iterations, median of 5.
+#[cfg(target_arch = "x86_64")]
+fn per_iteration(mut body: impl FnMut(u64)) -> f64 {
+    const N: u64 = 10_000_000;
+    median(
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                (0..N).for_each(&mut body);
+                t.elapsed().as_nanos() as f64 / N as f64
+            })
+            .collect(),
+    )
+}
+
+#[cfg(target_arch = "x86_64")]
+fn clock() {
+    use std::hint::black_box;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    // SAFETY (each `_rdtsc` below): `rdtsc` exists on every x86-64 CPU and touches no memory.
+    let tsc = || unsafe { std::arch::x86_64::_rdtsc() };
+    let counter = AtomicU64::new(0);
+    let mut hist = [0u64; 64];
+    let alone = per_iteration(|_| {
+        black_box(tsc());
+    });
+    let locked = per_iteration(|i| {
+        counter.fetch_add(1, Relaxed);
+        black_box(i);
+    });
+    let both = per_iteration(|_| {
+        counter.fetch_add(1, Relaxed);
+        black_box(tsc());
+    });
+    let bucketed = per_iteration(|_| {
+        counter.fetch_add(1, Relaxed);
+        hist[(tsc() >> 3) as usize & 63] += 1;
+    });
+    black_box(&hist);
+    println!(
+        "rdtsc alone {alone:.2} ns; locked add alone {locked:.2} ns; locked add then rdtsc {both:.2} ns \
+         (the reading adds {:.2} ns); and a store indexed by the reading {bucketed:.2} ns",
+        both - locked
+    );
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn clock() {
+    println!("drain_probe clock: x86-64 only");
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
@@ -544,8 +599,9 @@ fn main() {
                 });
             }
         }
+        Some("clock") => clock(),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS]"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock"),
     }
 }
