@@ -797,7 +797,9 @@ impl Pool {
     /// fence ([`PoolBuilder::membarrier`]): asked for (the default) and granted by the
     /// kernel. `false` when the builder said `false`, or the system offers no expedited
     /// private membarrier (not Linux, a kernel before 4.14, a seccomp filter); the pool then
-    /// fences its pushes. Either way no wake-up is lost.
+    /// fences its pushes. It also turns `false` if the kernel ever refuses a membarrier the
+    /// pool registered for (not expected): from then on its pushes fence, and its parks still
+    /// try the membarrier, for the pushes made before. Either way no wake-up is lost.
     ///
     /// ```
     /// let pool = flock::Pool::builder().membarrier(false).build().unwrap();
