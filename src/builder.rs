@@ -541,11 +541,13 @@ impl PoolBuilder {
     ///
     /// `false` keeps every CPU uninterrupted: each local push and each outside submit then
     /// pays a SeqCst fence instead (a locked instruction; `fib-join` spent about half as much
-    /// CPU again per join, docs/bench.md), and parks issue no system call beyond the futex. Choose it for a pool that goes idle and wakes thousands
-    /// of times a second in a process with latency-sensitive threads of its own. Either way
+    /// CPU again per join, docs/bench.md), and parks issue no system call beyond the futex.
+    /// Choose it for a pool that goes idle and wakes thousands of times a second in a process
+    /// with latency-sensitive threads of its own. Either way
     /// no wake-up is lost. Where the kernel refuses the membarrier (another OS, an old
     /// kernel, a seccomp filter) the pool uses the fences whatever this says;
-    /// [`Pool::uses_membarrier`] tells which one a pool got.
+    /// [`Pool::uses_membarrier`] tells which one a pool got. The global pool takes this from
+    /// the environment variable `FLOCK_MEMBARRIER` (`0` or `1`; [`global`](crate::global)).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).membarrier(false).build().unwrap();

@@ -631,7 +631,12 @@ impl fmt::Display for BuildError {
                 "max_workers({max_workers}) is below workers({workers}); pass at least {workers}"
             ),
             BuildError::InvalidEnv { var, value } => {
-                write!(f, "{var}={value:?} is not valid; set it to a whole number of workers, 1 or more, or unset it")
+                let wanted = if *var == "FLOCK_MEMBARRIER" {
+                    "0 (no membarrier: pushes fence) or 1 (the default)"
+                } else {
+                    "a whole number of workers, 1 or more"
+                };
+                write!(f, "{var}={value:?} is not valid; set it to {wanted}, or unset it")
             }
         }
     }

@@ -3,7 +3,10 @@
 //! [`global`] and [`try_global`] return one [`Pool`] per process, built the first time either
 //! is called with [`Pool::builder`] defaults, except that the environment variable
 //! `FLOCK_WORKERS`, when set and non-empty, gives the number of workers (a whole number, 1 or
-//! more; surrounding whitespace is ignored). The free functions [`submit`](crate::submit),
+//! more; surrounding whitespace is ignored), and `FLOCK_MEMBARRIER`, when set and non-empty,
+//! is `0` or `1` for [`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier) (`0`: the
+//! workers' parks interrupt no other thread of the process, and every push fences instead;
+//! surrounding whitespace is ignored). The free functions [`submit`](crate::submit),
 //! [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope)... use it when
 //! called from a thread that is not a worker (on a worker they use that worker's pool, as
 //! rayon's do).
@@ -15,12 +18,13 @@
 //! - **Shutdown.** `global().shutdown()` is allowed: it runs what was accepted and joins the
 //!   workers, and from then on every submit to the global pool is refused with
 //!   [`RejectReason::Shutdown`](crate::RejectReason::Shutdown). The pool is not rebuilt.
-//! - **Configuration.** `FLOCK_WORKERS` is the only knob. For anything else (capacity,
-//!   backpressure, pinning, hooks), build your own [`Pool`] and share it.
+//! - **Configuration.** `FLOCK_WORKERS` and `FLOCK_MEMBARRIER` are the only knobs. For
+//!   anything else (capacity, backpressure, pinning, hooks), build your own [`Pool`] and share
+//!   it.
 //! - **`fork()`.** A child process has none of its parent's threads, so the parent's global
 //!   pool has no workers there. On Unix the child forgets it (a `pthread_atfork` handler,
 //!   registered when the pool is first built, empties the slot; the parent's copy is leaked,
-//!   not dropped) and builds a fresh global pool on first use, with `FLOCK_WORKERS` read
+//!   not dropped) and builds a fresh global pool on first use, with both variables read
 //!   again. Workers sleep on futexes of their own (not in `parking_lot`'s process-wide
 //!   table, whose stale entries a child inherits), so forking while they sleep is fine. Fork
 //!   from a thread that is not one of the pool's workers, and while no other thread is inside
@@ -41,7 +45,7 @@
 //! Building exactly once: the fast path is one atomic load of the slot. The first callers
 //! take the builder's turn (`BuildTurn`), and whoever holds it checks the slot again, builds,
 //! and fills it, so concurrent first calls build one pool between them. A failed build is
-//! reported and not cached: a later call reads `FLOCK_WORKERS` again and tries again. The
+//! reported and not cached: a later call reads the variables again and tries again. The
 //! turn is an atomic flag rather than a mutex so that the fork handler can clear it: a child
 //! forked while another thread was building must not wait for a thread it does not have. A
 //! `OnceLock` cannot be emptied in the child either, hence the slot is an `AtomicPtr` to a
@@ -54,6 +58,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// The environment variable that sets the global pool's worker count.
 const WORKERS_VAR: &str = "FLOCK_WORKERS";
+/// The environment variable that sets whether the global pool's parks use `membarrier(2)`.
+const MEMBARRIER_VAR: &str = "FLOCK_MEMBARRIER";
 
 /// The pool, once built: a leaked `Box`, so it lives for the rest of the process. Filled
 /// only by the holder of the builder's turn; emptied only in a forked child
@@ -97,13 +103,13 @@ impl Drop for BuildTurn {
 
 /// The global pool, built on first use; the error says why it could not be built.
 ///
-/// The first call reads `FLOCK_WORKERS` and builds the pool (see [`global`] for what the
-/// pool is and how long it lives); later calls return the same pool. A failed build is not
-/// remembered: the next call reads `FLOCK_WORKERS` again and tries again.
+/// The first call reads `FLOCK_WORKERS` and `FLOCK_MEMBARRIER` and builds the pool (see
+/// [`global`] for what the pool is and how long it lives); later calls return the same pool.
+/// A failed build is not remembered: the next call reads the variables again and tries again.
 ///
 /// # Errors
 /// - [`BuildError::InvalidEnv`] when `FLOCK_WORKERS` is set, non-empty, and not a whole
-///   number of 1 or more.
+///   number of 1 or more, or `FLOCK_MEMBARRIER` is set, non-empty, and not `0` or `1`.
 /// - The builder's own error otherwise, such as [`BuildError::TooManyWorkers`] for a count
 ///   above what flock supports or [`BuildError::ThreadSpawn`] when the OS refuses a thread.
 ///
@@ -123,7 +129,9 @@ pub fn try_global() -> Result<&'static Pool, BuildError> {
 /// The global pool, built on first use.
 ///
 /// One [`Pool`] per process, built with [`Pool::builder`] defaults except that
-/// `FLOCK_WORKERS`, when set and non-empty, gives the number of workers. It is never dropped,
+/// `FLOCK_WORKERS`, when set and non-empty, gives the number of workers, and
+/// `FLOCK_MEMBARRIER` (`0` or `1`) [`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier).
+/// It is never dropped,
 /// so its workers are not joined at exit (as with rayon's global pool): wait for it before
 /// `main` returns if queued tasks must run. `global().shutdown()` is allowed, after which
 /// submits are refused with [`RejectReason::Shutdown`](crate::RejectReason::Shutdown). For
@@ -160,6 +168,9 @@ fn init_global() -> Result<&'static Pool, BuildError> {
     let mut builder = Pool::builder();
     if let Some(workers) = workers_from_env()? {
         builder = builder.workers(workers);
+    }
+    if let Some(membarrier) = membarrier_from_env()? {
+        builder = builder.membarrier(membarrier);
     }
     let pool: &'static Pool = Box::leak(Box::new(builder.build()?));
     forget_on_fork();
@@ -215,6 +226,26 @@ fn parse_workers(raw: &OsStr) -> Result<usize, BuildError> {
     }
 }
 
+/// `FLOCK_MEMBARRIER`: `None` when unset or empty, else `0` or `1`.
+fn membarrier_from_env() -> Result<Option<bool>, BuildError> {
+    match std::env::var_os(MEMBARRIER_VAR) {
+        Some(raw) if !raw.is_empty() => parse_membarrier(&raw).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `FLOCK_MEMBARRIER` as spelled: `0` or `1`, surrounding whitespace ignored.
+fn parse_membarrier(raw: &OsStr) -> Result<bool, BuildError> {
+    match raw.to_str().map(str::trim) {
+        Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        _ => Err(BuildError::InvalidEnv {
+            var: MEMBARRIER_VAR,
+            value: raw.to_string_lossy().into_owned(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +274,21 @@ mod tests {
             match parse(text) {
                 Err(BuildError::InvalidEnv { var, value }) => {
                     assert_eq!((var, value.as_str()), (WORKERS_VAR, text));
+                }
+                other => panic!("{text:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn membarrier_is_zero_or_one() {
+        let parse = |text: &str| parse_membarrier(OsStr::new(text));
+        assert!(!parse("0").unwrap());
+        assert!(parse(" 1\n").unwrap());
+        for text in ["2", "true", "no", "01", " ", "0 1"] {
+            match parse(text) {
+                Err(BuildError::InvalidEnv { var, value }) => {
+                    assert_eq!((var, value.as_str()), (MEMBARRIER_VAR, text));
                 }
                 other => panic!("{text:?} gave {other:?}"),
             }

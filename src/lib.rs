@@ -78,7 +78,8 @@
 //!
 //! Small programs need no `Pool` of their own: [`flock::submit`](submit),
 //! [`flock::spawn`](spawn) and [`global`] use one process-wide pool, built on first use with
-//! the defaults (`FLOCK_WORKERS` sets its size) and never dropped.
+//! the defaults (`FLOCK_WORKERS` sets its size, `FLOCK_MEMBARRIER` its
+//! [`PoolBuilder::membarrier`]) and never dropped.
 //!
 //! ```
 //! flock::submit(|| println!("on the process-wide pool"))?;

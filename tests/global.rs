@@ -1,7 +1,9 @@
-//! The global pool: the free functions run tasks, one pool per process, FLOCK_WORKERS.
+//! The global pool: the free functions run tasks, one pool per process, FLOCK_WORKERS and
+//! FLOCK_MEMBARRIER.
 //!
 //! The global pool is per process, so whatever must see it fresh (built under a given
-//! FLOCK_WORKERS, raced by its first callers, shut down) runs in a child process: the test
+//! FLOCK_WORKERS or FLOCK_MEMBARRIER, raced by its first callers, shut down) runs in a child
+//! process: the test
 //! re-runs this binary on `child_process_checks` alone with `FLOCK_GLOBAL_CHILD` naming the
 //! case, and asserts on the child's exit status and output. Tests in this process only use
 //! the pool, never shut it down.
@@ -117,6 +119,28 @@ fn global_panics_naming_flock_workers() {
 
 #[test]
 #[cfg_attr(miri, ignore = "spawns a child process")]
+fn flock_membarrier_0_turns_the_membarrier_off() {
+    expect_child_ok_with("membarrier_off", None, Some("0"));
+    expect_child_ok_with("membarrier_off", None, Some(" 0\n"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn flock_membarrier_1_empty_or_unset_is_the_default() {
+    for value in [Some("1"), Some(""), None] {
+        expect_child_ok_with("membarrier_default", None, value);
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn invalid_flock_membarrier_is_an_invalid_env_error_and_not_cached() {
+    expect_child_ok_with("invalid_membarrier", None, Some("yes"));
+    expect_child_ok_with("invalid_membarrier", Some("2"), Some("2"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
 fn shutting_the_global_pool_down_refuses_later_tasks() {
     expect_child_ok("shutdown", None);
 }
@@ -155,6 +179,18 @@ fn child_process_checks() {
             unreachable!("global() returned under FLOCK_WORKERS={workers:?}");
         }
         "shutdown" => child_shutdown(),
+        "membarrier_off" => {
+            let pool = flock::global();
+            assert!(!pool.uses_membarrier());
+            // The fenced pairing still runs a join whose halves wait for each other.
+            assert_eq!(pool.join(|| 1, || 2), (1, 2));
+        }
+        "membarrier_default" => {
+            // The default is what the kernel grants a pool that asks (true on Linux 4.14+).
+            let asked = flock::Pool::builder().workers(1).build().unwrap();
+            assert_eq!(flock::global().uses_membarrier(), asked.uses_membarrier());
+        }
+        "invalid_membarrier" => child_invalid_membarrier(),
         other => panic!("unknown {CHILD_VAR} case {other:?}"),
     }
     println!("{CHILD_OK} {case}");
@@ -194,6 +230,32 @@ fn child_invalid(workers: &str) {
     // Only this test runs in the child, so nothing else reads the environment meanwhile.
     std::env::set_var("FLOCK_WORKERS", "2");
     assert_eq!(flock::try_global().unwrap().workers(), 2);
+}
+
+/// An invalid FLOCK_MEMBARRIER is `InvalidEnv` naming it, whose message says what it takes;
+/// once fixed, the next call builds the pool with it.
+fn child_invalid_membarrier() {
+    let set = std::env::var("FLOCK_MEMBARRIER").unwrap();
+    for _ in 0..2 {
+        match flock::try_global() {
+            Err(err) if matches!(err, BuildError::InvalidEnv { .. }) => {
+                let BuildError::InvalidEnv { var, value } = &err else {
+                    unreachable!()
+                };
+                assert_eq!((*var, value.as_str()), ("FLOCK_MEMBARRIER", set.as_str()));
+                let message = err.to_string();
+                assert!(
+                    message.contains(&format!("FLOCK_MEMBARRIER={set:?} is not valid"))
+                        && message.contains("set it to 0"),
+                    "{message}"
+                );
+            }
+            other => panic!("FLOCK_MEMBARRIER={set:?} gave {other:?}"),
+        }
+    }
+    // Only this test runs in the child, so nothing else reads the environment meanwhile.
+    std::env::set_var("FLOCK_MEMBARRIER", "0");
+    assert!(!flock::try_global().unwrap().uses_membarrier());
 }
 
 /// After `global().shutdown()`, the free functions' tasks are refused and handed back.
@@ -237,9 +299,15 @@ impl std::fmt::Display for ChildOutput {
 }
 
 /// Runs `child_process_checks` in a fresh process for `case`, with FLOCK_WORKERS set to
-/// `workers` or unset. A child still running after 60 s is killed and fails the test (a hang
-/// guard, not a timing check).
+/// `workers` or unset and FLOCK_MEMBARRIER unset.
 fn run_child(case: &str, workers: Option<&str>) -> ChildOutput {
+    run_child_with(case, workers, None)
+}
+
+/// Runs `child_process_checks` in a fresh process for `case`, with FLOCK_WORKERS and
+/// FLOCK_MEMBARRIER set to `workers` and `membarrier` or unset. A child still running after
+/// 60 s is killed and fails the test (a hang guard, not a timing check).
+fn run_child_with(case: &str, workers: Option<&str>, membarrier: Option<&str>) -> ChildOutput {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(exe);
     cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
@@ -250,6 +318,10 @@ fn run_child(case: &str, workers: Option<&str>) -> ChildOutput {
     match workers {
         Some(value) => cmd.env("FLOCK_WORKERS", value),
         None => cmd.env_remove("FLOCK_WORKERS"),
+    };
+    match membarrier {
+        Some(value) => cmd.env("FLOCK_MEMBARRIER", value),
+        None => cmd.env_remove("FLOCK_MEMBARRIER"),
     };
     let mut child = cmd.spawn().expect("start the child");
     let stdout = drain(child.stdout.take().unwrap());
@@ -285,9 +357,14 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
 
 /// Runs the child for `case` and asserts it passed its checks.
 fn expect_child_ok(case: &str, workers: Option<&str>) {
-    let out = run_child(case, workers);
+    expect_child_ok_with(case, workers, None);
+}
+
+/// Runs the child for `case` with both variables as given and asserts it passed its checks.
+fn expect_child_ok_with(case: &str, workers: Option<&str>, membarrier: Option<&str>) {
+    let out = run_child_with(case, workers, membarrier);
     assert!(
         out.success && out.stdout.contains(&format!("{CHILD_OK} {case}")),
-        "case {case:?} with FLOCK_WORKERS={workers:?}\n{out}"
+        "case {case:?} with FLOCK_WORKERS={workers:?}, FLOCK_MEMBARRIER={membarrier:?}\n{out}"
     );
 }
