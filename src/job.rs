@@ -398,7 +398,9 @@ impl JobRef {
     /// (`COUNTED`): a scope task. `run` gets `data` untagged.
     ///
     /// # Safety
-    /// As `new`; besides, such a job is never taken back, so it must be run.
+    /// As `new`; besides, such a job is never taken back, so it must be run, and `data`
+    /// points to a scope task whose first word, until it runs, is its scope's address
+    /// (`ScopeTask`, `#[repr(C)]`; read by `scope`).
     #[inline]
     pub(crate) unsafe fn new_counted(
         run: unsafe fn(*const ()) -> Outcome,
@@ -429,6 +431,24 @@ impl JobRef {
     #[inline]
     pub(crate) fn counted(&self) -> bool {
         self.tag() != 0
+    }
+
+    /// The address of the scope a counted entry (a scope task) belongs to; `None` for a join
+    /// half. For a waiting worker deciding whether running the entry would give back the
+    /// units of a scope it keeps (`Credit::gives_back_for`).
+    #[inline]
+    pub(crate) fn scope(&self) -> Option<*const ()> {
+        if !self.counted() {
+            return None;
+        }
+        let task = self
+            .data
+            .cast::<u8>()
+            .wrapping_sub(COUNTED_BIT)
+            .cast::<*const ()>();
+        // SAFETY: `new_counted`'s contract: `task` points to the not yet run scope task,
+        // whose first word is its scope's address.
+        Some(unsafe { task.read() })
     }
 
     /// Runs the job, which catches its own panics (a stack job, `join.rs`, or a scope task,

@@ -86,7 +86,9 @@ impl<F> Drop for Unretagged<F> {
 }
 
 /// A scope task on the two-word path (`Scope::make_ref`): in a block of a worker's cache,
-/// or boxed.
+/// or boxed. `#[repr(C)]` with the scope first: a waiting worker reads it from the entry
+/// before it decides to run it (`JobRef::scope`).
+#[repr(C)]
 struct ScopeTask<'scope, F> {
     scope: ScopePtr<'scope>,
     f: Unretagged<F>,
@@ -169,8 +171,9 @@ where
 /// decrement at a time (two read-modify-writes of one cache line per task, shared by every
 /// worker of a spawn tree). The rules that keep a scope from waiting on units nobody gives
 /// back are in sleep/README.md, "Scope counts held by workers": they are given back before
-/// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`) and
-/// whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).
+/// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`), a
+/// waiting worker before it even takes such work up (`gives_back_for`, `wait_until_cold`),
+/// and whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).
 pub(crate) struct Credit {
     /// The scope whose units these are (lifetime erased: only its counter is touched);
     /// meaningful while `units` is non-zero.
@@ -208,6 +211,16 @@ impl Credit {
     /// Whether we hold no units (a worker leaves only so).
     pub(crate) fn is_empty(&self) -> bool {
         self.units.get() == 0
+    }
+
+    /// Whether running `job` gives our units back first: we hold some and it is not a task
+    /// of their scope (a join half, `execute_ref`; another scope's task, `enter`).
+    #[inline]
+    pub(crate) fn gives_back_for(&self, job: &JobRef) -> bool {
+        self.units.get() != 0
+            && job
+                .scope()
+                .is_none_or(|scope| !ptr::eq(scope, self.scope.get().cast()))
     }
 
     /// One held unit of `scope`'s, for a spawn into it, if we have one.

@@ -241,3 +241,39 @@ fn a_waiting_owner_gives_back_the_units_it_holds() {
         assert_eq!((s.submitted, s.completed), (7, 7), "{s}");
     });
 }
+
+/// A scope whose tasks all ended returns before its owner takes up anything else, though
+/// the worker still held the tasks' units of the scope's count when it looked for more work
+/// (rayon returns there too). One worker, which waits for the scope with an unrelated task
+/// queued: that task waits for what the scope's caller does next, so running it inside the
+/// scope's wait would stall it for good. Both kinds of queued work are checked: a task
+/// submitted from the worker (its task deque) and a task of an outer scope (its join
+/// deque, two words; rayon-core's `mixed_lifo_order` in its smallest form).
+#[test]
+fn a_finished_scope_returns_before_its_owner_runs_unrelated_work() {
+    const BOUND: Duration = Duration::from_secs(20);
+    watchdog(60, "a finished scope returns first", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        for round in 0..2 {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let waited = pool.install(|| {
+                let waits = move || {
+                    rx.recv_timeout(BOUND)
+                        .expect("the unrelated task ran inside the finished scope's wait")
+                };
+                flock::scope(|outer| {
+                    if round == 0 {
+                        flock::submit(waits).unwrap();
+                    } else {
+                        outer.spawn(move |_| waits());
+                    }
+                    flock::scope(|inner| inner.spawn(|_| ()));
+                    tx.send(()).unwrap();
+                });
+                round
+            });
+            assert_eq!(waited, round);
+            pool.wait().unwrap();
+        }
+    });
+}

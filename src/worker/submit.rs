@@ -34,6 +34,16 @@ impl WorkerThread {
         self.registry.sleep.notify_local_work();
     }
 
+    /// Puts back an entry a waiting worker popped from our join deque and will not run (its
+    /// latch opened meanwhile, `wait_until_cold`): at the bottom, where it was, so the
+    /// deque's order is as before the pop, and not counted as a push. It wakes a sleeper as
+    /// a push does: while the entry was off the deque, a worker may have looked and parked.
+    #[cold]
+    pub(crate) fn put_back_join(&self, job: JobRef) {
+        self.joins.push(job);
+        self.registry.sleep.notify_local_work();
+    }
+
     /// Whether a scope task spawned here takes the two-word path through our join deque
     /// (`scope.rs`): in a pool with one lane and no latency tracking, whose `execute` has
     /// nothing to do for a task but run it and count its end (`execute_ref`).

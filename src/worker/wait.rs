@@ -41,6 +41,22 @@ impl WorkerThread {
                 // Our join deque first (spawned work only, so also while paused): the
                 // two-word path of a scope task (`execute_ref`).
                 if let Some(job) = self.pop_own_ref() {
+                    // Units of a scope kept from its tasks go back before anything but a
+                    // task of that scope runs. The latch we wait for may be that scope's,
+                    // and giving them back may be what opens it: then we return, as rayon
+                    // does once a scope's tasks ended, instead of first running an unrelated
+                    // task, which might wait for what our caller does next
+                    // (sleep/README.md, "Scope counts held by workers").
+                    if self.credit().gives_back_for(&job) {
+                        self.credit().settle();
+                        if latch.probe() {
+                            self.put_back_join(job);
+                            if searching {
+                                self.stop_searching();
+                            }
+                            return;
+                        }
+                    }
                     if searching {
                         searching = false;
                         self.stop_searching();
@@ -48,6 +64,12 @@ impl WorkerThread {
                     self.execute_ref(job);
                     backoff.reset();
                     rounds = 0;
+                    continue;
+                }
+                // Any other job gives the units back before it runs (`execute`): so do
+                // that first, and look at the latch again, for the reason above.
+                if !self.credit().is_empty() {
+                    self.credit().settle();
                     continue;
                 }
                 if let Some((job, lane)) = self.find_work_while_waiting() {
@@ -60,10 +82,7 @@ impl WorkerThread {
                     rounds = 0;
                     continue;
                 }
-                // Nothing to run: units of a scope kept from its tasks go back (the latch
-                // we wait for may be that scope's; sleep/README.md, "Scope counts held by
-                // workers").
-                self.credit().settle();
+                // Nothing to run (units of a scope kept from its tasks went back above).
                 self.last_end.set(0); // as in `go_idle`
                 if rounds >= spin_limit {
                     break;
