@@ -678,7 +678,9 @@ impl Pool {
     /// slots (pinned to their cores when the pool pins) and returns once they run. Shrinking
     /// returns at once: each worker beyond `workers` retires at its next task boundary
     /// (never inside a task), after moving the tasks in its deques to the shared queues, so
-    /// nothing is dropped and nothing runs twice. `Stats::per_worker` follows. Safe to call
+    /// nothing is dropped and nothing runs twice. A worker that was between tasks, past its
+    /// check, when the shrink came may still take and run one task, submitted before or
+    /// just after `resize` returned, before it retires. `Stats::per_worker` follows. Safe to call
     /// from any thread, a task included; concurrent calls apply one after the other.
     ///
     /// # Errors

@@ -243,6 +243,16 @@ pub(crate) fn run(
                 Exit::Retire if reg.confirm_retire(index) => {
                     retired = true;
                     worker.hand_over_work();
+                    // A graceful shutdown may be waiting for the task we just finished: a
+                    // worker that woke for it and still saw that task outstanding parked
+                    // again, and only a worker that sees `may_exit` wakes the others (in
+                    // `park`, after F2). We leave without parking, so we look here, after
+                    // `go_idle`'s SeqCst fence: either we see the flag and nothing
+                    // outstanding and wake everyone, or a parking worker's check after its
+                    // F2 sees our task's end (tests/threadpool_suite.rs).
+                    if reg.may_exit() {
+                        reg.sleep.wake_all();
+                    }
                     break;
                 }
                 // The pool grew back before we left: carry on.
