@@ -252,6 +252,27 @@ fn loom_shrink_racing_a_submit() {
     });
 }
 
+/// A shrink, then a graceful shutdown with the task perhaps still running on the retiring
+/// worker: the worker that stays may wake for the shutdown, see the task outstanding and
+/// park again, so the retiring worker, which leaves without parking, must wake it when it
+/// ends the last task. Without that (`worker::run`, after `hand_over_work`) `shutdown`
+/// never returns; tests/threadpool_suite.rs found it.
+#[test]
+fn loom_retiring_worker_ends_the_last_task_of_a_shutdown() {
+    model("loom_retiring_worker_ends_the_last_task_of_a_shutdown", || {
+        let pool = pool(2);
+        let ran = counter();
+        let r = ran.clone();
+        pool.submit(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        pool.resize(1).unwrap();
+        pool.shutdown().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    });
+}
+
 /// A batch of two tasks that can only finish together, two workers asleep: the batch's
 /// wake-up call must get both workers going (or loom reports the deadlock).
 #[test]
