@@ -259,18 +259,21 @@ fn loom_shrink_racing_a_submit() {
 /// never returns; tests/threadpool_suite.rs found it.
 #[test]
 fn loom_retiring_worker_ends_the_last_task_of_a_shutdown() {
-    model("loom_retiring_worker_ends_the_last_task_of_a_shutdown", || {
-        let pool = pool(2);
-        let ran = counter();
-        let r = ran.clone();
-        pool.submit(move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-        pool.resize(1).unwrap();
-        pool.shutdown().unwrap();
-        assert_eq!(ran.load(Ordering::SeqCst), 1);
-    });
+    model(
+        "loom_retiring_worker_ends_the_last_task_of_a_shutdown",
+        || {
+            let pool = pool(2);
+            let ran = counter();
+            let r = ran.clone();
+            pool.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            pool.resize(1).unwrap();
+            pool.shutdown().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+        },
+    );
 }
 
 /// A batch of two tasks that can only finish together, two workers asleep: the batch's

@@ -249,7 +249,9 @@ pub(crate) fn run(
                     // `park`, after F2). We leave without parking, so we look here, after
                     // `go_idle`'s SeqCst fence: either we see the flag and nothing
                     // outstanding and wake everyone, or a parking worker's check after its
-                    // F2 sees our task's end (tests/threadpool_suite.rs).
+                    // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
+                    // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks
+                    // without this).
                     if reg.may_exit() {
                         reg.sleep.wake_all();
                     }

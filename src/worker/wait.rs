@@ -70,7 +70,12 @@ impl WorkerThread {
                 // that first, and look at the latch again, for the reason above.
                 if !self.credit().is_empty() {
                     self.credit().settle();
-                    continue;
+                    if latch.probe() {
+                        if searching {
+                            self.stop_searching();
+                        }
+                        return;
+                    }
                 }
                 if let Some((job, lane)) = self.find_work_while_waiting() {
                     if searching {
