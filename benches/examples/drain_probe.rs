@@ -41,6 +41,9 @@
 //! `drain_probe wake ROUNDS`: `wake-latency`'s p50 (100 samples) for the bare futex wake,
 //! flock and the crossbeam-channel pool, in turn, `ROUNDS` times (default 5).
 //!
+//! `drain_probe many KIND RUNS`: `100u-10Kt` on one pool of `KIND` (`flock`,
+//! `flock-unbounded`, `channel`) `RUNS` times, the median rate; to run under `perf record`.
+//!
 //! `drain_probe clock`: what one reading of the time-stamp counter costs on this CPU alone
 //! and right after a locked read-modify-write (as a worker's reading at a task's end follows
 //! the task's atomics), against the locked instruction alone (x86-64 only; median of 5).
@@ -511,6 +514,28 @@ fn wake(rounds: usize) {
     }
 }
 
+/// `drain_probe many KIND RUNS`: `100u-10Kt` (100 outside threads, 10,000 tasks each) `RUNS`
+/// times on one pool of `KIND` (`flock`, `flock-unbounded` or `channel`), the median rate
+/// printed; a loop to run under `perf record`.
+fn many(kind: &str, runs: usize) {
+    use common::peers::{ChannelPool, Flock, Runner};
+    use common::workloads::many_submitters;
+    fn median_rate<R: Runner>(pool: &R, runs: usize) -> f64 {
+        let mut took: Vec<f64> = (0..runs)
+            .map(|_| many_submitters(pool, 100, 10_000).as_secs_f64())
+            .collect();
+        took.sort_by(|a, b| a.total_cmp(b));
+        1.0 / took[took.len() / 2] // a million tasks a run: M tasks/s
+    }
+    let rate = match kind {
+        "flock" => median_rate(&Flock::new(), runs),
+        "flock-unbounded" => median_rate(&Flock::unbounded(), runs),
+        "channel" => median_rate(&ChannelPool::new(), runs),
+        other => panic!("unknown pool {other}"),
+    };
+    println!("{kind}: median {rate:.2} M tasks/s over {runs} runs");
+}
+
 /// ns per iteration of `body` over 10M iterations, median of 5.
 #[cfg(target_arch = "x86_64")]
 fn per_iteration(mut body: impl FnMut(u64)) -> f64 {
@@ -600,8 +625,12 @@ fn main() {
             }
         }
         Some("clock") => clock(),
+        Some("many") => many(
+            &args.next().unwrap_or_else(|| "flock".into()),
+            args.next().map_or(20, |r| r.parse().expect("runs")),
+        ),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock"),
+        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock | many KIND [RUNS]"),
     }
 }
