@@ -5,7 +5,9 @@
 //! spawn on a worker puts its job into that worker thread's [`Fifo`] (a queue, oldest first)
 //! and pushes a *trigger* onto the deque in its place. Whoever runs a trigger (the worker, or
 //! a thief) runs the oldest job of that queue, so FIFO spawns of one worker start in the order
-//! they were made, while the deque stays LIFO for everything else (rayon's `JobFifo`). There
+//! they were made, while the deque stays LIFO for everything else (rayon's `JobFifo`; rayon
+//! keeps one per worker for `spawn_fifo` and another per worker and scope for `scope_fifo`,
+//! where flock's one queue per worker serves every FIFO spawn of that worker). There
 //! is one trigger per queued job, so no job is left behind; a trigger dropped unrun (by
 //! `shutdown_now`) drops one job with it, and counts as that job (`Job::deferred`). From
 //! outside the pool a task goes to the shared queue, which is FIFO already.

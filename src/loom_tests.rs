@@ -231,6 +231,30 @@ fn loom_resume_wakes_a_paused_worker() {
     });
 }
 
+/// A job from outside taken as the pool gets paused: the worker keeps it (in no queue) and
+/// parks; the resume, whose `wake_all` may come before the worker announces itself, must
+/// still get it run (the park's re-check looks at the kept job), and `wait` returns.
+#[test]
+fn loom_a_job_taken_as_the_pool_pauses_runs_after_resume() {
+    model(
+        "loom_a_job_taken_as_the_pool_pauses_runs_after_resume",
+        || {
+            let pool = pool(1);
+            let ran = counter();
+            let r = ran.clone();
+            pool.submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            pool.pause();
+            pool.resume();
+            pool.wait().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A shrink racing the workers over a just-submitted task: the retiring worker (asleep,
 /// searching, or running the task) leaves, the task runs exactly once, and `wait` returns.
 /// (It found that a retiring worker must tell `wait()`ers, as an idle one does.)

@@ -141,6 +141,10 @@ pub(crate) struct Registry {
     shutdown: AtomicU8,
     /// Threads in `wait_quiescent`.
     waiters: AtomicUsize,
+    /// Jobs from outside that workers took as the pool got paused and keep until it resumes
+    /// (`WorkerThread::keep_for_resume`): in no queue, but waiting for the resume as queued
+    /// jobs do (`wait_quiescent`'s `Paused`).
+    pub(crate) kept: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
     /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
     /// whose generation moved on returns, whatever the pool does since.
@@ -233,6 +237,7 @@ impl Registry {
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
             waiters: AtomicUsize::new(0),
+            kept: AtomicUsize::new(0),
             wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
             live: Mutex::new(0),

@@ -125,6 +125,14 @@ pub(crate) struct WorkerThread {
     /// (`take_held_ring`); `submitq::INJECTOR` when none.
     held_ring: Cell<usize>,
     held_left: Cell<u32>,
+    /// A job submitted from outside that we took as the pool got paused (`INJECTED`, seen
+    /// paused after the take): kept here, not put back on a queue, and run before anything
+    /// else we take once the pause is lifted (`find_work`). On a queue it would lose its
+    /// place to the later jobs of its submitter still on their ring ("FIFO within a lane";
+    /// `tests/fifo.rs`). At most one: holding it, we take no other job from a shared queue.
+    /// `kept_set` says whether it holds one (one load on `find_work`'s path).
+    kept: Cell<Option<(Job, usize)>>,
+    kept_set: Cell<bool>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
     plain: bool,
     /// One lane with latency tracking: `execute` times the task and nothing else
@@ -215,6 +223,8 @@ pub(crate) fn run(
         probe: Cell::new(index),
         held_ring: Cell::new(crate::submitq::INJECTOR),
         held_left: Cell::new(0),
+        kept: Cell::new(None),
+        kept_set: Cell::new(false),
         unflushed: Cell::new(0),
         lane: Cell::new(0),
         vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
@@ -405,20 +415,53 @@ impl WorkerThread {
     }
 
     /// Runs a job just taken, unless it was submitted from outside (`INJECTED`) and the pool
-    /// was paused meanwhile: then it goes back on our deque (where `resume` finds it) and the
-    /// loop's top parks us. This re-read is what makes "no task submitted from outside after
-    /// `pause()` returned starts": taking such a task synchronises with its push, which
-    /// follows the pause's store, so this load sees `PAUSED`. Jobs spawned by running tasks
-    /// still run (a `join` or `scope` may be waiting for them, as in `wait_until`).
-    /// Returns whether it ran the job.
+    /// was paused meanwhile: then we keep it (`keep_for_resume`) and the loop's top parks us.
+    /// This re-read is what makes "no task submitted from outside after `pause()` returned
+    /// starts": taking such a task synchronises with its push, which follows the pause's
+    /// store, so this load sees `PAUSED`. Jobs spawned by running tasks still run (a `join`
+    /// or `scope` may be waiting for them, as in `wait_until`). Returns whether it ran the
+    /// job.
     #[inline]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
         if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
-            self.locals[lane].push(job);
+            self.keep_for_resume(job, lane);
             return false;
         }
         self.execute(job, lane);
         true
+    }
+
+    /// Keeps a job from outside that we took as the pool got paused, to run it first once
+    /// the pause is lifted (`kept`). Not onto a queue: there a worker could take its
+    /// submitter's later jobs from their ring before it (with one worker too, once a queue
+    /// moved it to the injector).
+    ///
+    /// `Registry::kept` counts it, for `wait()`, which returns `WaitError::Paused` rather
+    /// than wait for a job that will not start before a resume: after the count, as a worker
+    /// that goes idle, we tell the waiters (`go_idle`'s pairing).
+    #[cold]
+    pub(crate) fn keep_for_resume(&self, job: Job, lane: usize) {
+        debug_assert!(!self.kept_set.get(), "a worker keeps one job at most");
+        self.kept.set(Some((job, lane)));
+        self.kept_set.set(true);
+        let reg = &*self.registry;
+        reg.kept.fetch_add(1, Ordering::Relaxed);
+        // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
+        fence(Ordering::SeqCst);
+        if reg.has_waiters() {
+            reg.notify_waiters();
+        }
+    }
+
+    /// The job we keep from a pause, if any (`find_work` hands it out first).
+    #[cold]
+    pub(crate) fn take_kept(&self) -> Option<(Job, usize)> {
+        let kept = self.kept.take();
+        if kept.is_some() {
+            self.kept_set.set(false);
+            self.registry.kept.fetch_sub(1, Ordering::Relaxed);
+        }
+        kept
     }
 
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the
@@ -439,6 +482,14 @@ impl WorkerThread {
         }
         self.holding.set(0);
         let mut moved = 0;
+        // A job we keep from a pause goes to its lane's shared queue: a retiring worker does
+        // not wait for the resume (a `resize` that grows the pool waits for it). There a
+        // worker may take later jobs of its submitter before it: "FIFO within a lane" does
+        // not hold across a shrink that meets a pause (README).
+        if let Some((job, lane)) = self.take_kept() {
+            reg.lanes[lane].shared.push(job);
+            moved += 1;
+        }
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
                 reg.lanes[lane].shared.push(job);
@@ -500,13 +551,15 @@ impl WorkerThread {
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
         let control = reg.control();
+        let kept = self.kept_set.get();
         let retire = Registry::retiring(control, self.index);
         // The re-check of step 3. `--cfg flock_canary` removes it to prove the loom models
         // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to
-        // start: `resume` wakes everyone.
+        // start: `resume` wakes everyone. A job we keep from a pause is in no queue: a
+        // resume whose `wake_all` came before our announcement is seen here, in `control`.
         if exit
             || retire
-            || (!cfg!(flock_canary) && !Registry::paused(control) && self.work_visible())
+            || (!cfg!(flock_canary) && !Registry::paused(control) && (kept || self.work_visible()))
         {
             if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.

@@ -37,6 +37,10 @@ impl WorkerThread {
     /// the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and its lane.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
+        // A job kept from a pause first: it was taken before anything we take now.
+        if self.kept_set.get() {
+            return self.take_kept();
+        }
         if self.locals.len() == 1 {
             // The common case first: the bundle we hold, then what we pushed ourselves, then
             // the submitter's ring we took our last job from.

@@ -100,16 +100,14 @@ impl WorkerThread {
         }
     }
 
-    /// Runs a job a waiting `join` popped from our deque, unless it came from outside and the
-    /// pool is paused: then it goes back to its lane's queue unrun (`resume` wakes everyone
-    /// to find it). Returns whether it ran the job.
+    /// Runs a job a waiting worker took, unless it came from outside and the pool is paused:
+    /// then we keep it unrun, as the worker loop does (`keep_for_resume`), and run it first
+    /// once the pause is lifted. Returns whether it ran the job.
     #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
     pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
         let reg = &*self.registry;
         if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
-            reg.lanes[lane].shared.push(job);
-            // `resume` may have come between the load and the push: F1 and the state test.
-            reg.sleep.notify_new_work();
+            self.keep_for_resume(job, lane);
             return false;
         }
         self.execute(job, lane);
@@ -185,14 +183,16 @@ impl WorkerThread {
             return reg.stealers.iter().any(|s| !s.is_empty())
                 || reg.join_stealers.iter().any(|s| !s.is_empty());
         }
-        self.work_visible()
+        // A job we keep from a pause is in no queue (`keep_for_resume`).
+        self.kept_set.get() || self.work_visible()
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then other
-    /// workers'. Deques may also hold jobs put back there while paused from the shared queues
-    /// (flag `INJECTED`): those were submitted from outside and wait for `resume`, so they
-    /// go back to their lane's shared queue (moved, not copied: nothing lost, nothing run
-    /// twice; `resume` wakes every worker).
+    /// workers'. Deques may also hold the entry of a batch from outside (flag `INJECTED`)
+    /// that a worker claiming from it put there: its jobs wait for `resume`, so the entry
+    /// goes back to its lane's shared queue (moved, not copied: nothing lost, nothing run
+    /// twice; `resume` wakes every worker). A single job from outside taken as the pool got
+    /// paused is in no deque: its taker keeps it (`keep_for_resume`).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
         // Our own join halves first: spawned work, never from outside.
         if let Some(found) = self.pop_join_as_job() {
