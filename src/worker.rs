@@ -22,6 +22,7 @@ use crate::sync::{facade_thread_local, fence, Arc, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ptr::{self, NonNull};
 
 mod execute;
@@ -129,9 +130,11 @@ pub(crate) struct WorkerThread {
     /// paused after the take): kept here, not put back on a queue, and run before anything
     /// else we take once the pause is lifted (`find_work`). On a queue it would lose its
     /// place to the later jobs of its submitter still on their ring ("FIFO within a lane";
-    /// `tests/fifo.rs`). At most one: holding it, we take no other job from a shared queue.
-    /// `kept_set` says whether it holds one (one load on `find_work`'s path).
-    kept: Cell<Option<(Job, usize)>>,
+    /// `tests/fifo.rs`). Usually one, but a task that returns from its wait while we keep
+    /// one may take another through `yield_to_lanes` and see the pool paused again: they
+    /// queue here, oldest first. `kept_set` says whether any is kept (one load on
+    /// `find_work`'s path).
+    kept: RefCell<VecDeque<(Job, usize)>>,
     kept_set: Cell<bool>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
     plain: bool,
@@ -223,7 +226,7 @@ pub(crate) fn run(
         probe: Cell::new(index),
         held_ring: Cell::new(crate::submitq::INJECTOR),
         held_left: Cell::new(0),
-        kept: Cell::new(None),
+        kept: RefCell::new(VecDeque::new()),
         kept_set: Cell::new(false),
         unflushed: Cell::new(0),
         lane: Cell::new(0),
@@ -441,8 +444,7 @@ impl WorkerThread {
     /// that goes idle, we tell the waiters (`go_idle`'s pairing).
     #[cold]
     pub(crate) fn keep_for_resume(&self, job: Job, lane: usize) {
-        debug_assert!(!self.kept_set.get(), "a worker keeps one job at most");
-        self.kept.set(Some((job, lane)));
+        self.kept.borrow_mut().push_back((job, lane));
         self.kept_set.set(true);
         let reg = &*self.registry;
         reg.kept.fetch_add(1, Ordering::Relaxed);
@@ -453,15 +455,16 @@ impl WorkerThread {
         }
     }
 
-    /// The job we keep from a pause, if any (`find_work` hands it out first).
+    /// The oldest job we keep from a pause, if any (`find_work` hands it out first).
     #[cold]
     pub(crate) fn take_kept(&self) -> Option<(Job, usize)> {
-        let kept = self.kept.take();
-        if kept.is_some() {
-            self.kept_set.set(false);
+        let mut kept = self.kept.borrow_mut();
+        let oldest = kept.pop_front();
+        self.kept_set.set(!kept.is_empty());
+        if oldest.is_some() {
             self.registry.kept.fetch_sub(1, Ordering::Relaxed);
         }
-        kept
+        oldest
     }
 
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the
@@ -482,11 +485,11 @@ impl WorkerThread {
         }
         self.holding.set(0);
         let mut moved = 0;
-        // A job we keep from a pause goes to its lane's shared queue: a retiring worker does
+        // Jobs we keep from a pause go to their lanes' shared queues: a retiring worker does
         // not wait for the resume (a `resize` that grows the pool waits for it). There a
         // worker may take later jobs of its submitter before it: "FIFO within a lane" does
         // not hold across a shrink that meets a pause (README).
-        if let Some((job, lane)) = self.take_kept() {
+        while let Some((job, lane)) = self.take_kept() {
             reg.lanes[lane].shared.push(job);
             moved += 1;
         }
