@@ -38,11 +38,13 @@ esac
 
 "$cc" -std=c11 $warn $flags -DFLOCK_TEST_HOOKS -I"$include" "$here/c/test_flock.c" "$lib" $syslibs \
     -o "$out/test_flock_c"
+"$cc" -std=c11 $warn $flags -DFLOCK_TEST_HOOKS -I"$include" "$here/c/adversarial.c" "$lib" $syslibs \
+    -o "$out/adversarial_c"
 "$cxx" -std=c++17 $warn $flags -I"$include" "$here/cpp/test_flock.cpp" "$lib" $syslibs \
     -o "$out/test_flock_cpp"
 
 status=0
-for t in test_flock_c test_flock_cpp; do
+for t in test_flock_c adversarial_c test_flock_cpp; do
     echo "-- $t ($mode)"
     # The forced-panic test makes the library print its (caught) panics; keep them short.
     if ! RUST_BACKTRACE=0 "${run[@]}" "$out/$t" 2> "$out/$t.stderr"; then
