@@ -482,13 +482,11 @@ fn a_panic_handler_off_the_workers_calls_wait(policy: Backpressure) {
 }
 
 #[test]
-#[ignore = "BUG: Pool::wait() from the panic handler of a CallerRuns task hangs forever (on a worker it is WouldDeadlock)"]
 fn a_panic_handler_of_a_caller_runs_task_may_call_wait() {
     a_panic_handler_off_the_workers_calls_wait(Backpressure::CallerRuns);
 }
 
 #[test]
-#[ignore = "BUG: Pool::wait() from the panic handler of a SpawnThread task hangs forever (on a worker it is WouldDeadlock)"]
 fn a_panic_handler_of_a_helper_thread_task_may_call_wait() {
     a_panic_handler_off_the_workers_calls_wait(Backpressure::SpawnThread);
 }
@@ -1082,14 +1080,12 @@ fn submit_and_join_from_a_thread_local_destructor() {
 
 /// `wait` from a thread-local destructor (a per-thread batcher that flushes on exit).
 #[test]
-#[ignore = "BUG: Pool::wait from a thread-local destructor aborts the process (OFF_WORKER.with after its destruction, in Pool::inside)"]
 fn wait_from_a_thread_local_destructor() {
     watchdog(30, "tls wait", || expect_child_ok("tls_wait"));
 }
 
 /// `submit` into a pool with lanes from a thread-local destructor.
 #[test]
-#[ignore = "BUG: submit into a pool with lanes from a thread-local destructor aborts the process (OFF_WORKER.with in Registry::outside_lane)"]
 fn submit_with_lanes_from_a_thread_local_destructor() {
     watchdog(30, "tls lanes", || expect_child_ok("tls_submit_with_lanes"));
 }
@@ -1097,7 +1093,6 @@ fn submit_with_lanes_from_a_thread_local_destructor() {
 /// A `CallerRuns` submit that runs its task on the exiting thread, from a thread-local
 /// destructor.
 #[test]
-#[ignore = "BUG: a CallerRuns submit from a thread-local destructor aborts the process (OFF_WORKER.with in Registry::run_off_worker)"]
 fn caller_runs_from_a_thread_local_destructor() {
     watchdog(30, "tls caller runs", || expect_child_ok("tls_caller_runs"));
 }
@@ -1105,7 +1100,6 @@ fn caller_runs_from_a_thread_local_destructor() {
 /// A pool owned by a thread-local (`thread_local!{ static POOL: Pool }`, a per-thread pool)
 /// is dropped, so closed and joined, by that thread-local's destructor.
 #[test]
-#[ignore = "BUG: dropping a Pool from a thread-local destructor aborts the process (OFF_WORKER.with in Pool::inside, from Drop)"]
 fn a_pool_owned_by_a_thread_local_is_dropped_at_thread_exit() {
     watchdog(30, "tls own pool", || expect_child_ok("tls_own_pool"));
 }

@@ -9,18 +9,68 @@ use crate::metrics::counters::{LaneStat, Proto, Shard, Stat};
 use crate::sync::thread;
 use crate::sync::{facade_thread_local, Arc, Mutex, Ordering};
 use crate::RejectReason;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 facade_thread_local! {
     /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): for each such task,
-    /// the innermost last, its pool's registry address and its lane. What a task submits
-    /// without naming a lane inherits the lane, as on a worker, and waiting for any pool
-    /// listed would wait for a task of our own. A stack, not one entry: a task run here may
-    /// submit to another pool that runs that task here too (`CallerRuns` in both), and
-    /// inside it both pools are ours.
-    static OFF_WORKER: RefCell<Vec<(usize, usize)>> = RefCell::new(Vec::new());
+    /// caller under `CallerRuns`, a helper thread, the lane reserve): the innermost such
+    /// task's frame (`OffWorker`), which links to the one it runs inside, or null. What a
+    /// task submits without naming a lane inherits the lane, as on a worker, and waiting for
+    /// any pool listed would wait for a task of our own. A stack, not one entry: a task run
+    /// here may submit to another pool that runs that task here too (`CallerRuns` in both),
+    /// and inside it both pools are ours.
+    ///
+    /// A plain pointer with no destructor, so it can be read at any time in a thread's life:
+    /// a thread-local's destructor may submit, wait or drop a pool after this thread's other
+    /// thread-locals are gone (a `RefCell<Vec<_>>` here made those calls abort the process).
+    static OFF_WORKER: Cell<*const OffWorker> = Cell::new(std::ptr::null());
+}
+
+/// One task a thread runs for a pool off the workers: its pool's registry address, its lane,
+/// and the frame of the task it runs inside. Lives on the stack of `run_off_worker`, linked
+/// into `OFF_WORKER` for as long as the task and its panic report run.
+struct OffWorker {
+    registry: usize,
+    lane: usize,
+    outer: *const OffWorker,
+}
+
+impl OffWorker {
+    /// Runs `f` with this thread's innermost frame for `registry` linked in.
+    fn enter<R>(registry: usize, lane: usize, f: impl FnOnce() -> R) -> R {
+        /// Unlinks the frame also if `f` unwinds.
+        struct Unlink(*const OffWorker);
+        impl Drop for Unlink {
+            fn drop(&mut self) {
+                OFF_WORKER.with(|top| top.set(self.0));
+            }
+        }
+        let outer = OFF_WORKER.with(Cell::get);
+        let frame = OffWorker {
+            registry,
+            lane,
+            outer,
+        };
+        OFF_WORKER.with(|top| top.set(&frame));
+        let _unlink = Unlink(outer);
+        f()
+    }
+
+    /// The lane of the innermost task this thread runs off the workers for `registry`.
+    fn lane_here(registry: usize) -> Option<usize> {
+        let mut at = OFF_WORKER.with(Cell::get);
+        while !at.is_null() {
+            // SAFETY: a linked frame lives on this thread's stack, in an `enter` call still
+            // running below us, which unlinks it before it returns or unwinds.
+            let frame = unsafe { &*at };
+            if frame.registry == registry {
+                return Some(frame.lane);
+            }
+            at = frame.outer;
+        }
+        None
+    }
 }
 
 /// The fewest admitted jobs of a batch queued as one bundle; fewer are pushed one by one (a
@@ -280,15 +330,7 @@ impl Registry {
         if self.lanes.len() == 1 {
             return 0; // one lane: no thread-local lookup (28 instructions a submit, callgrind)
         }
-        lane.unwrap_or_else(|| {
-            let id = ptr_id(self);
-            OFF_WORKER
-                .with(|stack| {
-                    let stack = stack.borrow();
-                    stack.iter().rev().find(|&&(r, _)| r == id).map(|&(_, l)| l)
-                })
-                .unwrap_or(0)
-        })
+        lane.unwrap_or_else(|| OffWorker::lane_here(ptr_id(self)).unwrap_or(0))
     }
 
     /// Runs a counted job on a thread that is not a worker, counting and reporting its end.
@@ -298,17 +340,21 @@ impl Registry {
             .as_ref()
             .map(|l| (l, job.queued_at_ns(), self.now_ns()));
         let counted = job.flags() & COUNTED != 0;
-        OFF_WORKER.with(|stack| stack.borrow_mut().push((ptr_id(self), lane)));
-        let result = catch_unwind(AssertUnwindSafe(|| job.run()));
-        OFF_WORKER.with(|stack| stack.borrow_mut().pop());
-        let end = match result {
-            Ok(Outcome::Done) => Proto::Completed,
-            Ok(Outcome::Panicked) => Proto::Panicked,
-            Ok(Outcome::Skipped) => return,
-            Err(payload) => {
-                self.report_panic(None, payload);
-                Proto::Panicked
+        // The panic report runs inside the frame too: a panic handler that waits for the
+        // pool would wait for this task, which is outstanding until counted below.
+        let end = OffWorker::enter(ptr_id(self), lane, || {
+            match catch_unwind(AssertUnwindSafe(|| job.run())) {
+                Ok(Outcome::Done) => Some(Proto::Completed),
+                Ok(Outcome::Panicked) => Some(Proto::Panicked),
+                Ok(Outcome::Skipped) => None,
+                Err(payload) => {
+                    self.report_panic(None, payload);
+                    Some(Proto::Panicked)
+                }
             }
+        });
+        let Some(end) = end else {
+            return;
         };
         // Every job admitted from outside is counted; the lane reserve may also take up an
         // uncounted one a worker's queue handed back (as a worker counts only `COUNTED`).
@@ -358,8 +404,7 @@ impl Registry {
     /// caller under `CallerRuns`, a helper thread, the lane reserve): waiting for the pool
     /// from there would wait for that task itself.
     pub(crate) fn runs_task_off_worker_here(&self) -> bool {
-        let id = ptr_id(self);
-        OFF_WORKER.with(|stack| stack.borrow().iter().any(|&(r, _)| r == id))
+        OffWorker::lane_here(ptr_id(self)).is_some()
     }
 }
 
