@@ -413,6 +413,35 @@ fn loom_push_locally_then_block() {
     });
 }
 
+/// `loom_push_locally_then_block` through a batch: the batch's iterator, the task's own
+/// code, blocks after yielding B until B has run (before it ends, so a batch of one: the
+/// smallest model of the bug; more jobs multiply the executions, 1.4 M for two). The push must be announced before the
+/// iterator runs again; with one wake-up call after the iterator ends (as before) the other
+/// worker slept through B and this model deadlocks (checked by hand).
+#[test]
+fn loom_batch_iterator_blocks_on_a_task_it_yielded() {
+    model("loom_batch_iterator_blocks_on_a_task_it_yielded", || {
+        let pool = Arc::new(pool(2));
+        let p = pool.clone();
+        pool.submit(move || {
+            let done = Signal::new();
+            let mut b = Some(done.clone());
+            // Yields B, then blocks until B has run before it ends.
+            let tasks = std::iter::from_fn(move || match b.take() {
+                Some(d) => Some(move || d.signal()),
+                None => {
+                    done.wait();
+                    None
+                }
+            });
+            assert_eq!(p.submit_batch(tasks).unwrap(), 1);
+        })
+        .unwrap();
+        pool.wait().unwrap();
+        pool.shutdown().unwrap();
+    });
+}
+
 /// `loom_push_locally_then_block` through the join deque: `join`'s first half blocks until
 /// the second has run, so only the other worker, stealing it from the join deque, can run it.
 /// Its re-check must read the join deques, and the push's light barrier must order the push

@@ -1109,7 +1109,6 @@ fn a_pool_owned_by_a_thread_local_is_dropped_at_thread_exit() {
 /// caught: `panic_payloads_whose_destructors_panic_do_not_take_the_pool_down` above). Here
 /// both payloads' destructors panic.
 #[test]
-#[ignore = "BUG: join whose halves both panic, the second with a payload whose Drop panics, aborts the process (join.rs drops it during the unwind)"]
 fn join_whose_halves_both_panic_with_payloads_that_panic_on_drop() {
     watchdog(30, "join payload bombs", || {
         expect_child_ok("join_payload_bombs")
@@ -1720,7 +1719,6 @@ fn batch_iterator_waiting_for_earlier_tasks(
 /// when the pushing task then blocks until what it pushed has run" says the sleeping worker
 /// runs the pushed task.
 #[test]
-#[ignore = "BUG: lost wake-up: from a task, submit_batch's pushes wake no one until the iterator ends; an iterator waiting on an earlier task hangs (8-9 runs in 10)"]
 fn a_batch_iterator_inside_a_task_that_waits_for_an_earlier_task() {
     watchdog(10, "submit_batch iterator waits for its first task", || {
         batch_iterator_waiting_for_earlier_tasks(|pool, tasks| {
@@ -1731,7 +1729,6 @@ fn a_batch_iterator_inside_a_task_that_waits_for_an_earlier_task() {
 
 /// `Scope::spawn_batch` from a task: the same.
 #[test]
-#[ignore = "BUG: lost wake-up: from a task, Scope::spawn_batch's pushes wake no one until the iterator ends; an iterator waiting on an earlier task hangs (8-9 runs in 10)"]
 fn a_scope_batch_iterator_inside_a_task_that_waits_for_an_earlier_task() {
     watchdog(10, "spawn_batch iterator waits for its first task", || {
         batch_iterator_waiting_for_earlier_tasks(|pool, tasks| {

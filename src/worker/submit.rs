@@ -105,7 +105,8 @@ impl WorkerThread {
     }
 
     /// Many tasks submitted from inside the pool at once (`submit_batch`, `for_each`): one
-    /// count, one wake-up call for the lot.
+    /// count for the lot, each push announced as it is made (the iterator may block on an
+    /// earlier task), and one call that wakes sleepers for all of them.
     pub(crate) fn submit_local_batch(
         &self,
         jobs: impl Iterator<Item = Job>,
@@ -123,6 +124,11 @@ impl WorkerThread {
             // Entered before the push, as in `submit_local` (a thief may run it at once).
             shard.add_owned(Proto::Entered, 1);
             self.locals[lane].push(job);
+            // Each push announced before the iterator, the caller's code, runs again: it
+            // may block until a task it yielded before has run (a channel, a lock), and with
+            // one announcement at the end the other workers slept through the pushes (a lost
+            // wake-up). The light side of the barrier, as for any local push.
+            reg.sleep.notify_local_work();
             n += 1;
         }
         shard.stat_owned(Stat::Submitted, n as u64);
@@ -130,10 +136,12 @@ impl WorkerThread {
         if self.locals.len() > 1 {
             shard.lane_owned(LaneStat::Submitted, lane, n as u64);
         }
-        // F1 and the state test (`notify_new_work_n` fences, also for one job): a task that
-        // pushes a batch and then blocks on it needs the other workers to see the pushes
-        // (sleep/README.md, "Local pushes and the asymmetric barrier").
-        reg.sleep.notify_new_work_n(n);
+        // Then as many sleepers as there are jobs beyond the searchers, woken together
+        // (`notify_new_work_n`, F1 and the state test): the pushes above woke at most one,
+        // and the searchers' chain would wake the rest one at a time.
+        if n > 1 {
+            reg.sleep.notify_new_work_n(n);
+        }
         n
     }
 
