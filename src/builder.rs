@@ -364,7 +364,9 @@ impl PoolBuilder {
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
     /// is caught and printed. From the hook of a worker that retires (after a shrinking
     /// [`Pool::resize`]), `resize` returns [`ResizeError::WouldDeadlock`]: it would wait for
-    /// that worker to leave.
+    /// that worker to leave. Tasks the hook submits (into this pool, from its worker: onto
+    /// that worker's own queue, also during a shutdown) run on that worker before its thread
+    /// exits, with what they submit in turn; none is left behind.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};

@@ -300,6 +300,33 @@ fn loom_retiring_worker_ends_the_last_task_of_a_shutdown() {
     );
 }
 
+/// Worker 0's `on_worker_stop` hook submits a task as the pool shuts down: the task goes
+/// onto its own deque, which nobody else takes up once the other worker has left, so the
+/// exiting worker runs it itself; a worker that parked while it was outstanding is woken
+/// when it ends. Without `run_what_the_stop_hook_left` the task never runs (the count below
+/// fails), and without its wake the shutdown deadlocks.
+#[test]
+fn loom_a_stop_hook_submits_during_shutdown() {
+    model("loom_a_stop_hook_submits_during_shutdown", || {
+        let ran = counter();
+        let r = ran.clone();
+        let pool = builder(2)
+            .on_worker_stop(move |index| {
+                if index == 0 {
+                    let r = r.clone();
+                    crate::submit(move || {
+                        r.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap();
+                }
+            })
+            .build()
+            .expect("pool");
+        pool.shutdown().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    });
+}
+
 /// A batch of two tasks that can only finish together, two workers asleep: the batch's
 /// wake-up call must get both workers going (or loom reports the deadlock).
 #[test]

@@ -281,6 +281,7 @@ pub(crate) fn run(
     retired |= Registry::retiring(reg.control(), index);
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
+        worker.run_what_the_stop_hook_left();
     }
     debug_assert!(
         cfg!(flock_canary_credit) || worker.credit.is_empty(),
@@ -465,6 +466,36 @@ impl WorkerThread {
             self.registry.kept.fetch_sub(1, Ordering::Relaxed);
         }
         oldest
+    }
+
+    /// After the `on_worker_stop` hook: what it submitted went onto our deques (a submit from
+    /// a worker is local, never refused), where it would have stayed when our thread exits
+    /// (the other workers of a shutdown may have left already). So we run it here, with what
+    /// it submits in turn, before we leave; a thief of a worker still running may take some.
+    /// Then, as a retiring worker, we tell `wait()`ers and, if we ended the last task of a
+    /// shutdown, wake the workers that parked while it was outstanding.
+    fn run_what_the_stop_hook_left(&self) {
+        let mut ran = false;
+        loop {
+            if let Some(job) = self.pop_own_ref() {
+                self.execute_ref(job);
+            } else if let Some((job, lane)) = (self.locals.iter().enumerate())
+                .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
+            {
+                self.execute(job, lane);
+            } else {
+                break;
+            }
+            ran = true;
+        }
+        if ran {
+            self.go_idle();
+            let reg = &*self.registry;
+            // After `go_idle`'s SeqCst fence, as for a retiring worker (`main_loop`'s caller).
+            if reg.may_exit() {
+                reg.sleep.wake_all();
+            }
+        }
     }
 
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the

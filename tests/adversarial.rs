@@ -1889,7 +1889,6 @@ impl StopHookSubmits {
 /// be left in the deque of a thread that is gone (README: "Nothing lost"; `resize`: "nothing
 /// is dropped").
 #[test]
-#[ignore = "BUG: a task submitted from a retiring worker's on_worker_stop hook is left in its dead deque: never runs, wait() hangs (debug: 'a worker left work behind' panics the worker)"]
 fn stop_hooks_of_retiring_workers_that_submit_lose_nothing() {
     watchdog(10, "retiring stop hooks submit", || {
         let t = StopHookSubmits::new(3);
@@ -1909,7 +1908,6 @@ fn stop_hooks_of_retiring_workers_that_submit_lose_nothing() {
 /// The same during a graceful shutdown: each hook's submit is either refused (handed back)
 /// or accepted, and then its task runs or is dropped and counted; the shutdown returns.
 #[test]
-#[ignore = "BUG: a task submitted from a worker's on_worker_stop hook during shutdown is accepted and left in its dead deque (release: never run nor counted; debug: 'a worker left work behind' panics the worker and shutdown hangs)"]
 fn stop_hooks_that_submit_during_shutdown_lose_nothing() {
     watchdog(10, "stop hooks submit during shutdown", || {
         let t = StopHookSubmits::new(2);
