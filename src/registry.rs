@@ -54,6 +54,10 @@ pub(crate) struct LaneQueue {
     /// `Stats::queued` adds, less the jobs claimed so far (`LaneStat::Claimed`). A gauge,
     /// not a protocol variable: Relaxed everywhere.
     pub(crate) bundled: AtomicUsize,
+    /// Jobs from outside of this lane that workers took as the pool got paused and keep until
+    /// it resumes (`WorkerThread::keep_for_resume`): in no queue, but waiting for the resume
+    /// as queued jobs do (`wait_quiescent`'s `Paused`; `Stats::queued` counts them).
+    pub(crate) kept: AtomicUsize,
     /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
     /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
     pub(crate) stride: u64,
@@ -141,10 +145,6 @@ pub(crate) struct Registry {
     shutdown: AtomicU8,
     /// Threads in `wait_quiescent`.
     waiters: AtomicUsize,
-    /// Jobs from outside that workers took as the pool got paused and keep until it resumes
-    /// (`WorkerThread::keep_for_resume`): in no queue, but waiting for the resume as queued
-    /// jobs do (`wait_quiescent`'s `Paused`).
-    pub(crate) kept: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
     /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
     /// whose generation moved on returns, whatever the pool does since.
@@ -197,6 +197,7 @@ impl Registry {
             .map(|&(_, weight)| LaneQueue {
                 shared: SharedQueue::new(cfg.submit_rings),
                 bundled: AtomicUsize::new(0),
+                kept: AtomicUsize::new(0),
                 stride: ((1u64 << 16) / u64::from(weight)).max(1),
             })
             .collect();
@@ -237,7 +238,6 @@ impl Registry {
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
             waiters: AtomicUsize::new(0),
-            kept: AtomicUsize::new(0),
             wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
             live: Mutex::new(0),

@@ -448,7 +448,7 @@ impl WorkerThread {
         self.kept.borrow_mut().push_back((job, lane));
         self.kept_set.set(true);
         let reg = &*self.registry;
-        reg.kept.fetch_add(1, Ordering::Relaxed);
+        reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
         if reg.has_waiters() {
@@ -462,8 +462,10 @@ impl WorkerThread {
         let mut kept = self.kept.borrow_mut();
         let oldest = kept.pop_front();
         self.kept_set.set(!kept.is_empty());
-        if oldest.is_some() {
-            self.registry.kept.fetch_sub(1, Ordering::Relaxed);
+        if let Some((_, lane)) = oldest {
+            self.registry.lanes[lane]
+                .kept
+                .fetch_sub(1, Ordering::Relaxed);
         }
         oldest
     }

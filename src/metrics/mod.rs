@@ -258,11 +258,13 @@ impl Registry {
     /// counted before it is queued, so every end we see has its acceptance visible to the
     /// later loads (the Release/Acquire pair of the finish counters and the deque), and
     /// `in_flight` never underflows.
-    /// Tasks queued in lane `i` now: its shared queue, every worker's deque of the lane, and
-    /// the jobs still inside bundles. A gauge (Relaxed reads at different moments, clamped).
+    /// Tasks queued in lane `i` now: its shared queue, every worker's deque of the lane, the
+    /// jobs still inside bundles, and those workers keep from a pause (`LaneQueue::kept`). A
+    /// gauge (Relaxed reads at different moments, clamped).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
         let lanes = self.lanes.len();
         let mut entries = self.lanes[i].shared.len()
+            + self.lanes[i].kept.load(Ordering::Relaxed)
             + (0..self.stealers.len() / lanes)
                 .map(|w| self.stealers[w * lanes + i].len())
                 .sum::<usize>();

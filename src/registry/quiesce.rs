@@ -111,8 +111,9 @@ impl Registry {
     /// Whether any shared queue or worker deque holds a job, or a worker keeps one from the
     /// pause (`kept`).
     fn anything_queued(&self) -> bool {
-        self.kept.load(Ordering::Relaxed) > 0
-            || self.lanes.iter().any(|l| !l.shared.is_empty())
+        self.lanes
+            .iter()
+            .any(|l| l.kept.load(Ordering::Relaxed) > 0 || !l.shared.is_empty())
             || self.stealers.iter().any(|s| !s.is_empty())
             || self.join_stealers.iter().any(|s| !s.is_empty())
     }
