@@ -85,7 +85,9 @@ enum flock_status {
     // caller still owns its argument).
     FLOCK_ERR_TIMEOUT = 5,
     // Waiting (flock_wait, flock_wait_timeout, flock_shutdown) was asked for from inside one
-    // of the pool's own tasks, where it would wait for itself. Nothing was changed.
+    // of the pool's own tasks (on a worker or off the workers), or from a drop callback that
+    // flock_purge or flock_group_cancel called, where it would wait for itself. Nothing was
+    // changed.
     FLOCK_ERR_WOULD_DEADLOCK = 6,
     // flock_pool_new, flock_resize: the operating system refused to start a worker thread.
     // (flock_resize keeps the workers it started before the refusal.)
@@ -614,6 +616,12 @@ flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_m
 // stopped (wait for them with flock_group_wait). Stores how many were dropped in *cancelled
 // when cancelled is not NULL.
 //
+// A task counts as finished only once its drop callback has returned: from the callback,
+// flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
+// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and flock_group_wait,
+// flock_group_wait_timeout and flock_group_free of this group would wait for it too (never
+// call them there).
+//
 // Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 //
 // Thread-safety: any thread, also a task of the group, concurrently with submits and waits
@@ -640,9 +648,14 @@ void flock_group_free(flock_group_t *group);
 
 // Drops every task queued on the pool and not yet started, and keeps the pool open: each
 // one's drop callback (when not NULL) is called once, on this thread, before this returns;
-// each counts in flock_stats_t.dropped; flock_wait and the groups' waits no longer wait for
-// them. Tasks already running go on. Stores how many were dropped in *purged when purged is
-// not NULL.
+// each counts in flock_stats_t.dropped (not in flock_shutdown's dropped_out); flock_wait and
+// the groups' waits no longer wait for them. Tasks already running go on. Stores how many
+// were dropped in *purged when purged is not NULL.
+//
+// A task counts as finished only once its drop callback has returned: from the callback,
+// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
+// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and a wait for the task's own
+// group would wait for it too (never call one there).
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 //
@@ -742,9 +755,12 @@ void flock_pool_free(flock_pool_t *pool);
 // open. Tasks submitted while it waits may or may not be waited for.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL; FLOCK_ERR_WOULD_DEADLOCK, at once, when called from
-// inside one of this pool's own tasks; FLOCK_ERR_PAUSED when the pool is paused (see
-// flock_pause) with tasks outstanding, at once or as soon as a pause happens while it waits:
-// queued tasks would not start before flock_resume. After shutdown: FLOCK_OK at once.
+// inside one of this pool's own tasks (on a worker, or run off the workers: by the submitter
+// under FLOCK_WHEN_FULL_CALLER_RUNS, on a helper thread, on the lane reserve) or from a drop
+// callback that flock_purge or flock_group_cancel calls (its task counts as outstanding until
+// the callback returns); FLOCK_ERR_PAUSED when the pool is paused (see flock_pause) with
+// tasks outstanding, at once or as soon as a pause happens while it waits: queued tasks would
+// not start before flock_resume. After shutdown: FLOCK_OK at once.
 //
 // Thread-safety: any number of threads may wait at once, concurrently with submits, stats,
 // pause, resume, resize and shutdown, but not with flock_pool_free of the pool.
@@ -771,13 +787,16 @@ flock_status_t flock_wait_timeout(flock_pool_t *pool, uint64_t timeout_ns);
 // works, and flock_pool_free must still be called.
 //
 // When dropped_out is not NULL, it receives, on FLOCK_OK, the number of tasks shutdowns of
-// this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used).
+// this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used; the same total
+// for every later or concurrent flock_shutdown, graceful ones included). Tasks dropped by
+// flock_purge or flock_group_cancel are not in it (flock_stats_t.dropped counts both).
 //
 // Returns FLOCK_OK (also for a pool already shut down: shutting down twice is fine);
 // FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_INVALID_ARGUMENT when mode is not a
 // flock_shutdown_mode_t constant; FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
-// this pool's own tasks (nothing changes: use flock_pool_free there, or return and shut down
-// from outside).
+// this pool's own tasks, or from a drop callback that flock_purge or flock_group_cancel calls
+// (as for flock_wait; nothing changes: use flock_pool_free from a task, or return and shut
+// down from outside).
 //
 // Thread-safety: may run concurrently with submits (each either gets its task in, and it is
 // run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats, pauses (each either
@@ -847,9 +866,10 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // never refused, never blocking.
 //
 // Returns FLOCK_OK when the task was accepted: it will run exactly once, or, if
-// flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
-// exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
-// task owns arg from then on. A task can report that it failed with flock_task_fail.
+// flock_shutdown with FLOCK_SHUTDOWN_NOW or flock_purge discards it before it starts,
+// drop(arg) is called exactly once instead (when drop is not NULL). It is not called after
+// task(arg) has run: task owns arg from then on. A task can report that it failed with
+// flock_task_fail.
 // Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused;
 // FLOCK_ERR_NULL when pool or task is NULL (arg may be NULL: it is passed through
 // untouched); FLOCK_ERR_PANIC when a panic inside the library was caught. On every error,
@@ -860,9 +880,13 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // Thread-safety: any number of threads, and the pool's own tasks, may submit to one pool at
 // once, concurrently with flock_wait, flock_stats and flock_shutdown, but not with or after
 // flock_pool_free of that pool. task and drop are called on any thread (a worker, a helper
-// thread, the submitting thread, or a thread calling flock_shutdown), so arg must be usable
-// from any thread. Neither callback may unwind (a C++ exception or a longjmp out of it is
-// undefined behaviour: catch inside, and report with flock_task_fail).
+// thread, the submitting thread, or a thread calling flock_shutdown or flock_purge), so arg
+// must be usable from any thread. Neither callback may unwind (a C++ exception or a longjmp
+// out of it is undefined behaviour: catch inside, and report with flock_task_fail). drop may
+// call into the pool, but its task counts as outstanding until drop returns: from drop,
+// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
+// FLOCK_ERR_WOULD_DEADLOCK (on a worker, and when flock_purge or flock_group_cancel called
+// it), as from one of its tasks, and waiting for the task's own group never returns.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions

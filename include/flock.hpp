@@ -440,11 +440,14 @@ public:
     }
 
     /// Blocks until every task accepted so far has finished. Throws flock::error
-    /// (FLOCK_ERR_WOULD_DEADLOCK from inside one of this pool's tasks, FLOCK_ERR_PAUSED while
+    /// (FLOCK_ERR_WOULD_DEADLOCK from inside one of this pool's tasks, or from the destructor
+    /// of a callable that purge() or a task_group's cancel() drops; FLOCK_ERR_PAUSED while
     /// the pool is paused with tasks queued).
     void wait() { detail::check(flock_wait(p_)); }
 
-    /// Like wait() with a time limit: false when it ran out first.
+    /// Like wait() with a time limit: false when it ran out first (a paused pool is waited
+    /// for like any other). Throws flock::error with FLOCK_ERR_WOULD_DEADLOCK where wait()
+    /// does, never a false that would only mean "try again".
     template <class Rep, class Period>
     bool wait_for(std::chrono::duration<Rep, Period> timeout) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
@@ -461,8 +464,9 @@ public:
         return wait_for(left < decltype(left)::zero() ? decltype(left)::zero() : left);
     }
 
-    /// Stops the pool (see flock_shutdown) and returns how many tasks were discarded. The pool
-    /// object stays usable for stats(); submits then throw FLOCK_ERR_SHUTDOWN.
+    /// Stops the pool (see flock_shutdown) and returns how many tasks its shutdowns have
+    /// discarded in total (not those purge() or a cancel dropped). The pool object stays
+    /// usable for stats(); submits then throw FLOCK_ERR_SHUTDOWN.
     uint64_t shutdown(flock_shutdown_mode_t mode = FLOCK_SHUTDOWN_GRACEFUL) {
         uint64_t dropped = 0;
         detail::check(flock_shutdown(p_, mode, &dropped));

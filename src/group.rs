@@ -430,6 +430,11 @@ impl TaskGroup {
     /// them. Returns how many were dropped. Tasks already running are not stopped, and
     /// tasks spawned concurrently with the call may or may not be dropped.
     ///
+    /// A task stays unfinished until its destructor has returned, so from a destructor run
+    /// here [`Pool::wait`], [`Pool::wait_for`] and the pool's shutdowns answer
+    /// [`WaitError::WouldDeadlock`](crate::WaitError::WouldDeadlock) (as from one of the
+    /// pool's tasks), and a wait on this group never returns (as from one of its tasks).
+    ///
     /// # Panics
     /// If a closure's destructor panics, the others are still dropped, and the first such
     /// panic propagates from here.
@@ -452,18 +457,22 @@ impl TaskGroup {
         let list = std::mem::take(&mut self.state.handles.lock().list);
         let mut dropped = 0;
         let mut first_panic = None;
-        for handle in list {
-            match catch_unwind(AssertUnwindSafe(|| handle.cancel())) {
-                Ok(cancelled) => dropped += usize::from(cancelled),
-                Err(payload) => {
-                    dropped += 1;
-                    match first_panic {
-                        None => first_panic = Some(payload),
-                        Some(_) => crate::unwind::drop_payload(payload),
+        // The destructors run here belong to tasks still outstanding: this thread is inside
+        // the pool while they run (see `purge.rs`).
+        crate::purge::dropping_tasks(&self.registry, || {
+            for handle in list {
+                match catch_unwind(AssertUnwindSafe(|| handle.cancel())) {
+                    Ok(cancelled) => dropped += usize::from(cancelled),
+                    Err(payload) => {
+                        dropped += 1;
+                        match first_panic {
+                            None => first_panic = Some(payload),
+                            Some(_) => crate::unwind::drop_payload(payload),
+                        }
                     }
                 }
             }
-        }
+        });
         if let Some(payload) = first_panic {
             resume_unwind(payload);
         }

@@ -102,10 +102,16 @@ impl Pool {
 
     /// Whether the calling thread is running one of this pool's tasks: it is one of the
     /// pool's workers, or a thread running a task for the pool off the workers (the caller
-    /// under `CallerRuns`, a helper thread, the lane reserve). Waiting for the pool from
+    /// under `CallerRuns`, a helper thread, the lane reserve), or one running the
+    /// destructors of tasks it drops ([`purge`](Pool::purge), [`TaskGroup::cancel`]: those
+    /// tasks are outstanding until it is done, see `purge.rs`). Waiting for the pool from
     /// there would wait for the calling task itself.
+    ///
+    /// [`TaskGroup::cancel`]: crate::TaskGroup::cancel
     fn inside(&self) -> bool {
-        self.own_worker(|w| w.is_some()) || self.registry.runs_task_off_worker_here()
+        self.own_worker(|w| w.is_some())
+            || self.registry.runs_task_off_worker_here()
+            || crate::purge::drops_tasks_here(&self.registry)
     }
 
     /// This pool's worker, if the calling thread is one.
@@ -502,7 +508,11 @@ impl Pool {
     /// at once.
     ///
     /// # Errors
-    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own tasks;
+    /// [`WaitError::WouldDeadlock`] when called from one of the pool's own tasks (on a
+    /// worker, or run off the workers: under [`CallerRuns`](crate::Backpressure::CallerRuns),
+    /// on a helper thread, on the lane reserve) or from the destructor of a task that
+    /// [`purge`](Pool::purge) or [`TaskGroup::cancel`](crate::TaskGroup::cancel) drops:
+    /// that task is outstanding until its destructor returns;
     /// [`WaitError::Paused`] when the pool is (or becomes) paused while tasks wait in a
     /// queue, which would otherwise wait until someone calls [`resume`](Pool::resume).
     /// Paused with only running tasks left, it waits for them.
@@ -523,7 +533,8 @@ impl Pool {
     }
 
     /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
-    /// Called from one of the pool's own tasks it cannot wait, and returns `false` at once.
+    /// Called from where [`wait`](Pool::wait) answers [`WaitError::WouldDeadlock`] it cannot
+    /// wait, and returns `false` at once; [`wait_for`](Pool::wait_for) tells the two apart.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -531,12 +542,57 @@ impl Pool {
     /// assert!(pool.wait_timeout(std::time::Duration::from_secs(10)));
     /// ```
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout).is_ok()
+    }
+
+    /// Like [`wait`](Pool::wait), waiting at most `timeout`, and saying why it did not
+    /// wait: a paused pool is waited for like any other (it times out unless someone calls
+    /// [`resume`](Pool::resume) in time), and a `timeout` too long to add to the clock
+    /// means no limit.
+    ///
+    /// # Errors
+    /// [`WaitError::Timeout`] when tasks are still outstanding once `timeout` has passed
+    /// (they go on running); [`WaitError::WouldDeadlock`], at once, from where
+    /// [`wait`](Pool::wait) answers it (one of the pool's own tasks, on a worker or off the
+    /// workers, or the destructor of a task being dropped by [`purge`](Pool::purge) or
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)), where
+    /// [`wait_timeout`](Pool::wait_timeout) answers a bare `false`.
+    ///
+    /// ```
+    /// use flock::{Backpressure, Pool, WaitError};
+    /// use std::time::Duration;
+    /// let pool = Pool::builder().workers(1).build().unwrap();
+    /// let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    /// pool.submit(move || go.recv().unwrap()).unwrap();
+    /// assert_eq!(pool.wait_for(Duration::from_millis(10)), Err(WaitError::Timeout));
+    /// go_tx.send(()).unwrap();
+    /// assert_eq!(pool.wait_for(Duration::from_secs(60)), Ok(()));
+    ///
+    /// // A task run by its submitter (CallerRuns, the queue full) is one of the pool's own:
+    /// // it would wait for itself.
+    /// let pool = std::sync::Arc::new(
+    ///     Pool::builder().workers(1).capacity(1).when_full(Backpressure::CallerRuns).build().unwrap(),
+    /// );
+    /// let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    /// let (started_tx, started) = std::sync::mpsc::channel();
+    /// pool.submit(move || { started_tx.send(()).unwrap(); go.recv().unwrap(); }).unwrap();
+    /// started.recv().unwrap(); // the only worker is busy
+    /// pool.submit(|| ()).unwrap(); // fills the queue
+    /// let (answer_tx, answer) = std::sync::mpsc::channel();
+    /// let p = pool.clone();
+    /// pool.submit(move || answer_tx.send(p.wait_for(Duration::from_secs(60))).unwrap()).unwrap();
+    /// assert_eq!(answer.recv().unwrap(), Err(WaitError::WouldDeadlock));
+    /// go_tx.send(()).unwrap();
+    /// ```
+    pub fn wait_for(&self, timeout: Duration) -> Result<(), WaitError> {
         if self.inside() {
-            return false;
+            return Err(WaitError::WouldDeadlock);
         }
-        self.registry
-            .wait_quiescent(Some(Instant::now() + timeout), false)
-            == Quiet::Done
+        let deadline = Instant::now().checked_add(timeout);
+        match self.registry.wait_quiescent(deadline, false) {
+            Quiet::Done => Ok(()),
+            Quiet::TimedOut | Quiet::Paused => Err(WaitError::Timeout),
+        }
     }
 
     /// Stops accepting tasks, runs every task already accepted (and those they spawn), then
@@ -544,7 +600,9 @@ impl Pool {
     /// racing it either get their task in (and it runs) or get it back.
     ///
     /// # Errors
-    /// [`WaitError::WouldDeadlock`] from one of the pool's own tasks (nothing is changed).
+    /// [`WaitError::WouldDeadlock`] from one of the pool's own tasks, or from the destructor
+    /// of a task that [`purge`](Pool::purge) or [`TaskGroup::cancel`](crate::TaskGroup::cancel)
+    /// drops (see [`wait`](Pool::wait)); nothing is changed.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -571,7 +629,10 @@ impl Pool {
 
     /// Stops accepting tasks, drops every task that has not started (their destructors run,
     /// spawned tasks' handles report [`JoinError::Dropped`](crate::JoinError::Dropped)), waits
-    /// for running ones, joins every thread, and returns how many tasks were dropped.
+    /// for running ones, joins every thread, and returns how many tasks this pool's shutdowns
+    /// have dropped in total ([`dropped_by_shutdown`](Pool::dropped_by_shutdown): a second
+    /// call, or one racing this one, returns the same total; tasks dropped by
+    /// [`purge`](Pool::purge) or a cancel are not in it).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -600,7 +661,33 @@ impl Pool {
             return Err(WaitError::Timeout);
         }
         reg.join_threads();
+        // Every worker has exited: what is still queued are the jobs of tasks cancelled
+        // while queued, which hold the registry (see `purge::sweep`).
+        crate::purge::sweep(reg);
         Ok(reg.dropped_by_shutdown())
+    }
+
+    /// How many tasks this pool's shutdowns have dropped unrun so far: those
+    /// [`shutdown_now`](Pool::shutdown_now) discarded (a graceful shutdown drops none, also
+    /// after a `shutdown_now`). Tasks dropped by [`purge`](Pool::purge),
+    /// [`JoinHandle::cancel`](crate::JoinHandle::cancel) or
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel) are not counted here (they are in
+    /// [`Stats::dropped`](crate::Stats::dropped), with these). Exact once a shutdown call has
+    /// returned `Ok`: no task is dropped after that; while one runs, a gauge.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// pool.pause();
+    /// for _ in 0..3 { pool.submit(|| ()).unwrap(); }
+    /// assert_eq!(pool.purge(), 3);
+    /// for _ in 0..2 { pool.submit(|| ()).unwrap(); }
+    /// assert_eq!(pool.shutdown_now().unwrap(), 2);
+    /// pool.shutdown().unwrap(); // drops nothing more
+    /// assert_eq!(pool.dropped_by_shutdown(), 2);
+    /// assert_eq!(pool.stats().dropped, 5);
+    /// ```
+    pub fn dropped_by_shutdown(&self) -> u64 {
+        self.registry.dropped_by_shutdown()
     }
 
     /// A snapshot of the pool's counters, queue depths, per-worker state and (with
@@ -755,7 +842,11 @@ impl Pool {
     /// blocked on (the halves of [`join`](Pool::join), the tasks of a [`scope`](Pool::scope)):
     /// those go back to the shared queue (while the pool is paused they wait for `resume`,
     /// as any queued work). Tasks submitted concurrently may or may not be dropped. A
-    /// destructor that panics is caught and its payload dropped.
+    /// destructor that panics is caught and its payload dropped. A dropped task stays
+    /// outstanding until its destructor has returned, so from a destructor run here
+    /// [`wait`](Pool::wait), [`wait_for`](Pool::wait_for) and the shutdowns of this pool
+    /// answer [`WaitError::WouldDeadlock`] (as from one of its tasks), and waiting for the
+    /// task's own [`TaskGroup`](crate::TaskGroup) never returns.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();

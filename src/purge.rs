@@ -14,11 +14,81 @@
 //!
 //! A bundle's entry is taken apart: each job nobody claimed yet is claimed here and treated
 //! as above. Tasks already running, or taken by a worker before purge reached them, run.
+//!
+//! **Destructors run inside the pool.** A task dropped here (or by `TaskGroup::cancel`) stays
+//! outstanding until its destructor has returned: purge counts its drops in `finish`, and
+//! `JoinHandle::cancel` counts one after the closure's drop. A destructor that waited for
+//! the pool (`wait`, a shutdown, which waits for every outstanding task) would wait for its
+//! own task. So while a thread drops a pool's tasks it counts as inside that pool, as a
+//! thread running one of its tasks off the workers does (`dropping_tasks`, `Pool::inside`):
+//! those calls answer `WouldDeadlock` instead of hanging. The other order, counting a task
+//! dropped before its destructor runs, would let a concurrent `wait` return while the
+//! destructor still runs.
+//!
+//! **The sweep after shutdown.** A task cancelled while queued (`JoinHandle::cancel`, a
+//! group's `cancel`) counts as finished at once, but its job stays in the queue, an empty
+//! shell a worker skips when it takes it. Workers exit once nothing is outstanding, so they
+//! may leave shells behind; each holds its task's cell, which holds the registry, which holds
+//! the queue: a cycle that would leak the pool's whole shared state. `Pool::close` therefore
+//! sweeps the queues once every worker has exited (`sweep`).
 
 use crate::deque::Steal;
 use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto};
 use crate::registry::Registry;
+use crate::sync::facade_thread_local;
+use std::cell::Cell;
+
+facade_thread_local! {
+    /// On a thread dropping queued tasks of pools (`purge`, `TaskGroup::cancel`), and so
+    /// running their destructors: the innermost such call's frame (`Dropping`), linked to
+    /// the one it runs inside (a destructor may purge another pool), or null. A plain
+    /// pointer with no destructor, as `OFF_WORKER` in `registry/dispatch.rs`, so it can be
+    /// read at any time in a thread's life.
+    static DROPPING: Cell<*const Dropping> = Cell::new(std::ptr::null());
+}
+
+/// One call dropping tasks of the pool whose registry is at `registry`. Lives on the stack of
+/// `dropping_tasks`, linked into `DROPPING` for as long as the call runs.
+struct Dropping {
+    registry: *const Registry,
+    outer: *const Dropping,
+}
+
+/// Runs `f`, which drops queued tasks of `reg` on this thread, with the thread counted as
+/// inside `reg`'s pool (see the module docs), also if `f` unwinds.
+pub(crate) fn dropping_tasks<R>(reg: &Registry, f: impl FnOnce() -> R) -> R {
+    /// Unlinks the frame also if `f` unwinds.
+    struct Unlink(*const Dropping);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            DROPPING.with(|top| top.set(self.0));
+        }
+    }
+    let outer = DROPPING.with(Cell::get);
+    let frame = Dropping {
+        registry: reg,
+        outer,
+    };
+    DROPPING.with(|top| top.set(&frame));
+    let _unlink = Unlink(outer);
+    f()
+}
+
+/// Whether this thread is dropping tasks of `reg`'s pool now, in a `dropping_tasks` call.
+pub(crate) fn drops_tasks_here(reg: &Registry) -> bool {
+    let mut at = DROPPING.with(Cell::get);
+    while !at.is_null() {
+        // SAFETY: a linked frame lives on this thread's stack, in a `dropping_tasks` call
+        // still running below us, which unlinks it before it returns or unwinds.
+        let frame = unsafe { &*at };
+        if std::ptr::eq(frame.registry, reg) {
+            return true;
+        }
+        at = frame.outer;
+    }
+    false
+}
 
 struct Purge<'a> {
     reg: &'a Registry,
@@ -29,21 +99,34 @@ struct Purge<'a> {
 
 /// Drops the queued tasks of `reg` that may be dropped; returns how many.
 pub(crate) fn purge(reg: &Registry) -> usize {
-    let mut purge = Purge {
-        reg,
-        dropped: 0,
-        kept: Vec::new(),
-    };
-    let lanes = reg.lanes.len();
-    for lane in 0..lanes {
-        while let Some(job) = reg.lanes[lane].shared.steal(0) {
-            purge.take(job, lane);
+    dropping_tasks(reg, || {
+        let mut purge = Purge {
+            reg,
+            dropped: 0,
+            kept: Vec::new(),
+        };
+        let lanes = reg.lanes.len();
+        for lane in 0..lanes {
+            while let Some(job) = reg.lanes[lane].shared.steal(0) {
+                purge.take(job, lane);
+            }
         }
-    }
-    for (i, stealer) in reg.stealers.iter().enumerate() {
-        purge.drain(i % lanes, || stealer.steal());
-    }
-    purge.finish()
+        for (i, stealer) in reg.stealers.iter().enumerate() {
+            purge.drain(i % lanes, || stealer.steal());
+        }
+        purge.finish()
+    })
+}
+
+/// Once every worker of `reg` has exited: empties the queues of the shells of cancelled
+/// tasks the workers left there (see the module docs). Nothing else can be queued then: a
+/// worker exits only when no task is outstanding, and no task is accepted after the close.
+pub(crate) fn sweep(reg: &Registry) {
+    let dropped = purge(reg);
+    debug_assert_eq!(
+        dropped, 0,
+        "flock: a task still queued after every worker exited"
+    );
 }
 
 impl Purge<'_> {

@@ -452,11 +452,15 @@ impl<T> JoinHandle<T> {
         }
         // The closure is the user's: its destructor may panic. Caught, so that the task is
         // counted and its latch opened whatever happens, then re-raised to our caller.
-        let dropped = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: we moved the state out of PENDING, so the closure is ours.
-            unsafe { self.cell.drop_func() }
-        }));
+        // The task is outstanding until counted below: while its destructor runs, this
+        // thread counts as inside the pool (a wait from there answers WouldDeadlock).
         let registry = &header.registry;
+        let dropped = crate::purge::dropping_tasks(registry, || {
+            catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: we moved the state out of PENDING, so the closure is ours.
+                unsafe { self.cell.drop_func() }
+            }))
+        });
         registry.counters.external().add_shared(Proto::Dropped, 1);
         registry.after_finish_off_worker();
         // `self.cell` keeps the latch alive.

@@ -284,3 +284,83 @@ fn submits_racing_shutdown_are_run_or_handed_back() {
         });
     }
 }
+
+/// `dropped_by_shutdown` (and `shutdown_now`'s answer) count what shutdowns dropped, not what
+/// `purge`, `JoinHandle::cancel` or `TaskGroup::cancel` did (`Stats::dropped` counts all of
+/// them): a graceful shutdown after those reports 0, a `shutdown_now` only its own, and later
+/// shutdowns of either kind the same total. The C layer's `flock_shutdown` reports this.
+#[test]
+fn dropped_by_shutdown_counts_only_what_shutdowns_dropped() {
+    for now in [false, true] {
+        watchdog(30, &format!("dropped_by_shutdown (now {now})"), move || {
+            let pool = Pool::builder().workers(1).build().unwrap();
+            let group = flock::TaskGroup::new(&pool);
+            pool.pause();
+            for _ in 0..5 {
+                pool.submit(|| ()).unwrap();
+            }
+            for _ in 0..3 {
+                group.spawn(|| ());
+            }
+            let cancelled = pool.spawn(|| ());
+            assert!(cancelled.cancel());
+            assert_eq!(group.cancel(), 3);
+            assert_eq!(pool.purge(), 5);
+            assert_eq!(pool.dropped_by_shutdown(), 0);
+            let ran = counter();
+            for _ in 0..4 {
+                let ran = ran.clone();
+                pool.submit(move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            }
+            let by_shutdown = if now {
+                pool.shutdown_now().unwrap()
+            } else {
+                pool.shutdown().unwrap();
+                pool.dropped_by_shutdown()
+            };
+            let expected = if now { 4 } else { 0 };
+            assert_eq!(by_shutdown, expected);
+            assert_eq!(ran.load(Ordering::SeqCst) as u64, 4 - expected);
+            pool.shutdown().unwrap();
+            assert_eq!(pool.dropped_by_shutdown(), expected);
+            assert_eq!(pool.shutdown_now().unwrap(), expected);
+            assert_eq!(pool.stats().dropped, 9 + expected);
+        });
+    }
+}
+
+/// A graceful shutdown and a `shutdown_now` racing: both wait for every worker to exit, so
+/// both then read the same final total, and every task either ran or was counted in it.
+#[test]
+fn racing_shutdowns_agree_on_the_total_dropped() {
+    let rounds = if cfg!(miri) { 2 } else { 30 };
+    for round in 0..rounds {
+        watchdog(30, &format!("racing shutdowns, round {round}"), move || {
+            let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+            let gate = stall_all(&pool);
+            let ran = counter();
+            for _ in 0..100 {
+                let ran = ran.clone();
+                pool.submit(move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            }
+            let opener = common::open_when_shut_down(&pool, &gate);
+            let (graceful, now) = std::thread::scope(|s| {
+                let g = s.spawn(|| {
+                    pool.shutdown().unwrap();
+                    pool.dropped_by_shutdown()
+                });
+                let n = s.spawn(|| pool.shutdown_now().unwrap());
+                (g.join().unwrap(), n.join().unwrap())
+            });
+            opener.join().unwrap();
+            assert_eq!(graceful, now);
+            assert_eq!(ran.load(Ordering::SeqCst) as u64 + now, 100);
+        });
+    }
+}

@@ -182,6 +182,11 @@ unsafe impl Send for WorkerHooks {}
 unsafe impl Sync for WorkerHooks {}
 
 impl WorkerHooks {
+    /// Whether there is a start hook (the core then needs a closure for it).
+    pub(crate) fn has_start(&self) -> bool {
+        self.start.is_some()
+    }
+
     /// Whether there is a stop hook (the core then needs a closure for it).
     pub(crate) fn has_stop(&self) -> bool {
         self.stop.is_some()

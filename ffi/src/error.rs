@@ -32,7 +32,9 @@ pub enum flock_status {
     /// caller still owns its argument).
     FLOCK_ERR_TIMEOUT = 5,
     /// Waiting (flock_wait, flock_wait_timeout, flock_shutdown) was asked for from inside one
-    /// of the pool's own tasks, where it would wait for itself. Nothing was changed.
+    /// of the pool's own tasks (on a worker or off the workers), or from a drop callback that
+    /// flock_purge or flock_group_cancel called, where it would wait for itself. Nothing was
+    /// changed.
     FLOCK_ERR_WOULD_DEADLOCK = 6,
     /// flock_pool_new, flock_resize: the operating system refused to start a worker thread.
     /// (flock_resize keeps the workers it started before the refusal.)

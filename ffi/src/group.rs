@@ -270,6 +270,12 @@ pub unsafe extern "C" fn flock_group_wait_timeout(
 /// stopped (wait for them with flock_group_wait). Stores how many were dropped in *cancelled
 /// when cancelled is not NULL.
 ///
+/// A task counts as finished only once its drop callback has returned: from the callback,
+/// flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
+/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and flock_group_wait,
+/// flock_group_wait_timeout and flock_group_free of this group would wait for it too (never
+/// call them there).
+///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 ///
 /// Thread-safety: any thread, also a task of the group, concurrently with submits and waits
@@ -325,9 +331,14 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
 
 /// Drops every task queued on the pool and not yet started, and keeps the pool open: each
 /// one's drop callback (when not NULL) is called once, on this thread, before this returns;
-/// each counts in flock_stats_t.dropped; flock_wait and the groups' waits no longer wait for
-/// them. Tasks already running go on. Stores how many were dropped in *purged when purged is
-/// not NULL.
+/// each counts in flock_stats_t.dropped (not in flock_shutdown's dropped_out); flock_wait and
+/// the groups' waits no longer wait for them. Tasks already running go on. Stores how many
+/// were dropped in *purged when purged is not NULL.
+///
+/// A task counts as finished only once its drop callback has returned: from the callback,
+/// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
+/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and a wait for the task's own
+/// group would wait for it too (never call one there).
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 ///

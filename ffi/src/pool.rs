@@ -3,16 +3,12 @@
 use crate::config::{builder_from, flock_config, flock_config_t};
 use crate::error::flock_status_t;
 use crate::panic::ffi_panic_boundary;
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A pool of worker threads. Opaque: create it with flock_pool_new, free it with
 /// flock_pool_free.
 pub struct flock_pool {
     pub(crate) inner: flock_core::Pool,
-    /// Tells this pool's workers apart from other pools' (see [`WORKER_OF`]).
-    id: u64,
 }
 
 /// See `struct flock_pool`.
@@ -37,21 +33,6 @@ pub type flock_shutdown_mode_t = flock_shutdown_mode;
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShutdownModeArg(pub(crate) u32);
-
-static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
-
-std::thread_local! {
-    /// The id of the pool whose worker this thread is; 0 on other threads. Set by the
-    /// `on_worker_start` hook. The core's `wait` already refuses to run on its own workers,
-    /// but `wait_timeout` answers `false` there, which would read as a timeout in C.
-    static WORKER_OF: Cell<u64> = const { Cell::new(0) };
-}
-
-impl flock_pool {
-    fn is_own_worker(&self) -> bool {
-        WORKER_OF.with(Cell::get) == self.id
-    }
-}
 
 /// The pool behind a pointer C handed in, or FLOCK_ERR_NULL.
 ///
@@ -97,18 +78,16 @@ pub unsafe extern "C" fn flock_pool_new(
         let Some(configured) = (unsafe { builder_from(cfg) }) else {
             return flock_status_t::FLOCK_ERR_INVALID_CONFIG;
         };
-        let (builder, hooks) = configured;
-        let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
-        let mut builder = builder.on_worker_start(move |index| {
-            WORKER_OF.with(|w| w.set(id));
-            hooks.start(index);
-        });
+        let (mut builder, hooks) = configured;
+        if hooks.has_start() {
+            builder = builder.on_worker_start(move |index| hooks.start(index));
+        }
         if hooks.has_stop() {
             builder = builder.on_worker_stop(move |index| hooks.stop(index));
         }
         match builder.build() {
             Ok(inner) => {
-                let pool = Box::into_raw(Box::new(flock_pool { inner, id }));
+                let pool = Box::into_raw(Box::new(flock_pool { inner }));
                 // SAFETY: `out` is not NULL (checked above) and writable per the contract.
                 unsafe { out.write(pool) };
                 flock_status_t::FLOCK_OK
@@ -149,9 +128,12 @@ pub unsafe extern "C" fn flock_pool_free(pool: *mut flock_pool_t) {
 /// open. Tasks submitted while it waits may or may not be waited for.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL; FLOCK_ERR_WOULD_DEADLOCK, at once, when called from
-/// inside one of this pool's own tasks; FLOCK_ERR_PAUSED when the pool is paused (see
-/// flock_pause) with tasks outstanding, at once or as soon as a pause happens while it waits:
-/// queued tasks would not start before flock_resume. After shutdown: FLOCK_OK at once.
+/// inside one of this pool's own tasks (on a worker, or run off the workers: by the submitter
+/// under FLOCK_WHEN_FULL_CALLER_RUNS, on a helper thread, on the lane reserve) or from a drop
+/// callback that flock_purge or flock_group_cancel calls (its task counts as outstanding until
+/// the callback returns); FLOCK_ERR_PAUSED when the pool is paused (see flock_pause) with
+/// tasks outstanding, at once or as soon as a pause happens while it waits: queued tasks would
+/// not start before flock_resume. After shutdown: FLOCK_OK at once.
 ///
 /// Thread-safety: any number of threads may wait at once, concurrently with submits, stats,
 /// pause, resume, resize and shutdown, but not with flock_pool_free of the pool.
@@ -190,13 +172,9 @@ pub unsafe extern "C" fn flock_wait_timeout(
             Ok(pool) => pool,
             Err(status) => return status,
         };
-        if pool.is_own_worker() {
-            return flock_status_t::FLOCK_ERR_WOULD_DEADLOCK;
-        }
-        if pool.inner.wait_timeout(Duration::from_nanos(timeout_ns)) {
-            flock_status_t::FLOCK_OK
-        } else {
-            flock_status_t::FLOCK_ERR_TIMEOUT
+        match pool.inner.wait_for(Duration::from_nanos(timeout_ns)) {
+            Ok(()) => flock_status_t::FLOCK_OK,
+            Err(e) => e.into(),
         }
     }
 }
@@ -210,13 +188,16 @@ pub unsafe extern "C" fn flock_wait_timeout(
 /// works, and flock_pool_free must still be called.
 ///
 /// When dropped_out is not NULL, it receives, on FLOCK_OK, the number of tasks shutdowns of
-/// this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used).
+/// this pool have discarded in total (0 unless FLOCK_SHUTDOWN_NOW was used; the same total
+/// for every later or concurrent flock_shutdown, graceful ones included). Tasks dropped by
+/// flock_purge or flock_group_cancel are not in it (flock_stats_t.dropped counts both).
 ///
 /// Returns FLOCK_OK (also for a pool already shut down: shutting down twice is fine);
 /// FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_INVALID_ARGUMENT when mode is not a
 /// flock_shutdown_mode_t constant; FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
-/// this pool's own tasks (nothing changes: use flock_pool_free there, or return and shut down
-/// from outside).
+/// this pool's own tasks, or from a drop callback that flock_purge or flock_group_cancel calls
+/// (as for flock_wait; nothing changes: use flock_pool_free from a task, or return and shut
+/// down from outside).
 ///
 /// Thread-safety: may run concurrently with submits (each either gets its task in, and it is
 /// run or discarded as above, or gets FLOCK_ERR_SHUTDOWN), waits, stats, pauses (each either
@@ -242,9 +223,6 @@ pub unsafe extern "C" fn flock_shutdown(
             1 => true,
             _ => return flock_status_t::FLOCK_ERR_INVALID_ARGUMENT,
         };
-        if pool.is_own_worker() {
-            return flock_status_t::FLOCK_ERR_WOULD_DEADLOCK;
-        }
         let result = if now {
             pool.inner.shutdown_now().map(drop)
         } else {
@@ -254,9 +232,8 @@ pub unsafe extern "C" fn flock_shutdown(
             return e.into();
         }
         if !dropped_out.is_null() {
-            // C tasks are never cancelled, so every task counted as dropped was discarded by a
-            // shutdown.
-            let dropped = pool.inner.stats().dropped;
+            // Final: every worker has exited, so no shutdown discards anything after this.
+            let dropped = pool.inner.dropped_by_shutdown();
             // SAFETY: not NULL (checked above) and writable per the contract.
             unsafe { dropped_out.write(dropped) };
         }

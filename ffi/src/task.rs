@@ -195,9 +195,10 @@ pub unsafe extern "C" fn flock_submit(
 /// never refused, never blocking.
 ///
 /// Returns FLOCK_OK when the task was accepted: it will run exactly once, or, if
-/// flock_shutdown with FLOCK_SHUTDOWN_NOW discards it before it starts, drop(arg) is called
-/// exactly once instead (when drop is not NULL). It is not called after task(arg) has run:
-/// task owns arg from then on. A task can report that it failed with flock_task_fail.
+/// flock_shutdown with FLOCK_SHUTDOWN_NOW or flock_purge discards it before it starts,
+/// drop(arg) is called exactly once instead (when drop is not NULL). It is not called after
+/// task(arg) has run: task owns arg from then on. A task can report that it failed with
+/// flock_task_fail.
 /// Returns FLOCK_ERR_FULL, FLOCK_ERR_TIMEOUT or FLOCK_ERR_SHUTDOWN when the task was refused;
 /// FLOCK_ERR_NULL when pool or task is NULL (arg may be NULL: it is passed through
 /// untouched); FLOCK_ERR_PANIC when a panic inside the library was caught. On every error,
@@ -208,9 +209,13 @@ pub unsafe extern "C" fn flock_submit(
 /// Thread-safety: any number of threads, and the pool's own tasks, may submit to one pool at
 /// once, concurrently with flock_wait, flock_stats and flock_shutdown, but not with or after
 /// flock_pool_free of that pool. task and drop are called on any thread (a worker, a helper
-/// thread, the submitting thread, or a thread calling flock_shutdown), so arg must be usable
-/// from any thread. Neither callback may unwind (a C++ exception or a longjmp out of it is
-/// undefined behaviour: catch inside, and report with flock_task_fail).
+/// thread, the submitting thread, or a thread calling flock_shutdown or flock_purge), so arg
+/// must be usable from any thread. Neither callback may unwind (a C++ exception or a longjmp
+/// out of it is undefined behaviour: catch inside, and report with flock_task_fail). drop may
+/// call into the pool, but its task counts as outstanding until drop returns: from drop,
+/// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
+/// FLOCK_ERR_WOULD_DEADLOCK (on a worker, and when flock_purge or flock_group_cancel called
+/// it), as from one of its tasks, and waiting for the task's own group never returns.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions
