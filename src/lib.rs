@@ -178,6 +178,7 @@ mod current;
 mod deque;
 mod error;
 mod fifo;
+mod frames;
 mod global;
 mod group;
 mod install;

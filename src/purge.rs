@@ -33,61 +33,33 @@
 //! sweeps the queues once every worker has exited (`sweep`).
 
 use crate::deque::Steal;
+use crate::frames;
 use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto};
 use crate::registry::Registry;
-use crate::sync::facade_thread_local;
-use std::cell::Cell;
 
-facade_thread_local! {
-    /// On a thread dropping queued tasks of pools (`purge`, `TaskGroup::cancel`), and so
-    /// running their destructors: the innermost such call's frame (`Dropping`), linked to
-    /// the one it runs inside (a destructor may purge another pool), or null. A plain
-    /// pointer with no destructor, as `OFF_WORKER` in `registry/dispatch.rs`, so it can be
-    /// read at any time in a thread's life.
-    static DROPPING: Cell<*const Dropping> = Cell::new(std::ptr::null());
-}
-
-/// One call dropping tasks of the pool whose registry is at `registry`. Lives on the stack of
-/// `dropping_tasks`, linked into `DROPPING` for as long as the call runs.
+/// One call dropping queued tasks of the pool whose registry is at `registry`
+/// (`purge`, `TaskGroup::cancel`, `JoinHandle::cancel`), and so running their destructors:
+/// a frame (`frames.rs`) on the stack of `dropping_tasks` for as long as the call runs. A
+/// stack: a destructor may purge another pool.
 struct Dropping {
     registry: *const Registry,
-    outer: *const Dropping,
 }
+
+frames::frame_kind!(
+    /// This thread's innermost `Dropping` frame, or null.
+    DROPPING: Dropping
+);
 
 /// Runs `f`, which drops queued tasks of `reg` on this thread, with the thread counted as
 /// inside `reg`'s pool (see the module docs), also if `f` unwinds.
 pub(crate) fn dropping_tasks<R>(reg: &Registry, f: impl FnOnce() -> R) -> R {
-    /// Unlinks the frame also if `f` unwinds.
-    struct Unlink(*const Dropping);
-    impl Drop for Unlink {
-        fn drop(&mut self) {
-            DROPPING.with(|top| top.set(self.0));
-        }
-    }
-    let outer = DROPPING.with(Cell::get);
-    let frame = Dropping {
-        registry: reg,
-        outer,
-    };
-    DROPPING.with(|top| top.set(&frame));
-    let _unlink = Unlink(outer);
-    f()
+    frames::enter(Dropping { registry: reg }, f)
 }
 
 /// Whether this thread is dropping tasks of `reg`'s pool now, in a `dropping_tasks` call.
 pub(crate) fn drops_tasks_here(reg: &Registry) -> bool {
-    let mut at = DROPPING.with(Cell::get);
-    while !at.is_null() {
-        // SAFETY: a linked frame lives on this thread's stack, in a `dropping_tasks` call
-        // still running below us, which unlinks it before it returns or unwinds.
-        let frame = unsafe { &*at };
-        if std::ptr::eq(frame.registry, reg) {
-            return true;
-        }
-        at = frame.outer;
-    }
-    false
+    frames::any(|f: &Dropping| std::ptr::eq(f.registry, reg))
 }
 
 struct Purge<'a> {

@@ -4,72 +4,35 @@
 //! tracked per thread (`OFF_WORKER`). Workers take queued tasks up in `worker/find.rs`.
 
 use super::{Admission, Registry, Route};
+use crate::frames;
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto, Shard, Stat};
 use crate::sync::thread;
-use crate::sync::{facade_thread_local, Arc, Mutex, Ordering};
+use crate::sync::{Arc, Mutex, Ordering};
 use crate::RejectReason;
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-facade_thread_local! {
-    /// On a thread that is not a worker, while it runs pools' tasks (`run_off_worker`: the
-    /// caller under `CallerRuns`, a helper thread, the lane reserve): the innermost such
-    /// task's frame (`OffWorker`), which links to the one it runs inside, or null. What a
-    /// task submits without naming a lane inherits the lane, as on a worker, and waiting for
-    /// any pool listed would wait for a task of our own. A stack, not one entry: a task run
-    /// here may submit to another pool that runs that task here too (`CallerRuns` in both),
-    /// and inside it both pools are ours.
-    ///
-    /// A plain pointer with no destructor, so it can be read at any time in a thread's life:
-    /// a thread-local's destructor may submit, wait or drop a pool after this thread's other
-    /// thread-locals are gone (a `RefCell<Vec<_>>` here made those calls abort the process).
-    static OFF_WORKER: Cell<*const OffWorker> = Cell::new(std::ptr::null());
-}
-
-/// One task a thread runs for a pool off the workers: its pool's registry address, its lane,
-/// and the frame of the task it runs inside. Lives on the stack of `run_off_worker`, linked
-/// into `OFF_WORKER` for as long as the task and its panic report run.
+/// One task a thread runs for a pool off the workers (the caller under `CallerRuns`, a
+/// helper thread, the lane reserve): its pool's registry address and its lane, as a frame
+/// (`frames.rs`) on the stack of `run_off_worker` for as long as the task and its panic
+/// report run. What a task submits without naming a lane inherits the lane, as on a worker,
+/// and waiting for any pool listed would wait for a task of our own. A stack, not one entry:
+/// a task run here may submit to another pool that runs that task here too (`CallerRuns` in
+/// both), and inside it both pools are ours.
 struct OffWorker {
     registry: usize,
     lane: usize,
-    outer: *const OffWorker,
 }
 
-impl OffWorker {
-    /// Runs `f` with this thread's innermost frame for `registry` linked in.
-    fn enter<R>(registry: usize, lane: usize, f: impl FnOnce() -> R) -> R {
-        /// Unlinks the frame also if `f` unwinds.
-        struct Unlink(*const OffWorker);
-        impl Drop for Unlink {
-            fn drop(&mut self) {
-                OFF_WORKER.with(|top| top.set(self.0));
-            }
-        }
-        let outer = OFF_WORKER.with(Cell::get);
-        let frame = OffWorker {
-            registry,
-            lane,
-            outer,
-        };
-        OFF_WORKER.with(|top| top.set(&frame));
-        let _unlink = Unlink(outer);
-        f()
-    }
+frames::frame_kind!(
+    /// This thread's innermost `OffWorker` frame, or null.
+    OFF_WORKER: OffWorker
+);
 
+impl OffWorker {
     /// The lane of the innermost task this thread runs off the workers for `registry`.
     fn lane_here(registry: usize) -> Option<usize> {
-        let mut at = OFF_WORKER.with(Cell::get);
-        while !at.is_null() {
-            // SAFETY: a linked frame lives on this thread's stack, in an `enter` call still
-            // running below us, which unlinks it before it returns or unwinds.
-            let frame = unsafe { &*at };
-            if frame.registry == registry {
-                return Some(frame.lane);
-            }
-            at = frame.outer;
-        }
-        None
+        frames::find_map(|f: &OffWorker| (f.registry == registry).then_some(f.lane))
     }
 }
 
@@ -342,7 +305,11 @@ impl Registry {
         let counted = job.flags() & COUNTED != 0;
         // The panic report runs inside the frame too: a panic handler that waits for the
         // pool would wait for this task, which is outstanding until counted below.
-        let end = OffWorker::enter(ptr_id(self), lane, || {
+        let frame = OffWorker {
+            registry: ptr_id(self),
+            lane,
+        };
+        let end = frames::enter(frame, || {
             match catch_unwind(AssertUnwindSafe(|| job.run())) {
                 Ok(Outcome::Done) => Some(Proto::Completed),
                 Ok(Outcome::Panicked) => Some(Proto::Panicked),
