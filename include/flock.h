@@ -581,10 +581,11 @@ flock_status_t flock_group_submit_lane_ex(flock_group_t *group, uint32_t lane, v
 //
 // Returns FLOCK_OK; FLOCK_ERR_TASK_FAILED when all have finished and at least one failed
 // (flock_task_fail, a C++ exception, a panic) since the last wait that reported failures
-// (each failure is reported to one wait); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
+// (each failure is reported to one wait); FLOCK_ERR_WOULD_DEADLOCK, at once, when called
+// from one of the group's own tasks or from the drop callback of one being dropped (it would
+// wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 //
-// Never call it from one of the group's own tasks: it would wait for that task itself and
-// never return. While the pool is paused, queued tasks of the group do not start, so the
+// While the pool is paused, queued tasks of the group do not start, so the
 // wait lasts until flock_resume.
 //
 // Thread-safety: any number of threads may wait on one group at once; each returns once
@@ -602,7 +603,7 @@ flock_status_t flock_group_wait(flock_group_t *group);
 // worker: a task that waits so for tasks only its own worker could run times out.
 //
 // Returns FLOCK_OK, FLOCK_ERR_TASK_FAILED (as flock_group_wait), FLOCK_ERR_TIMEOUT,
-// FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
+// FLOCK_ERR_WOULD_DEADLOCK (as flock_group_wait), FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
 //
 // Thread-safety: as flock_group_wait.
 //
@@ -618,9 +619,8 @@ flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_m
 //
 // A task counts as finished only once its drop callback has returned: from the callback,
 // flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
-// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and flock_group_wait,
-// flock_group_wait_timeout and flock_group_free of this group would wait for it too (never
-// call them there).
+// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
+// flock_group_wait_timeout of this group; flock_group_free of this group aborts there.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 //
@@ -637,7 +637,10 @@ flock_status_t flock_group_cancel(flock_group_t *group, size_t *cancelled);
 // of the group runs any more, and their arguments may be freed. To drop the queued ones
 // instead of running them, call flock_group_cancel first. NULL is a no-op.
 //
-// Never call it from one of the group's own tasks (it would wait for itself).
+// Never call it from one of the group's own tasks or their drop callbacks: it would wait
+// for that task itself. Such a call prints a message to stderr and aborts the process
+// instead of hanging (it returns nothing that could report the error, and returning
+// without waiting would break the promise above).
 //
 // Thread-safety: the last call on the group: no other call on it may run concurrently or
 // follow. The pool is unaffected.
@@ -654,8 +657,8 @@ void flock_group_free(flock_group_t *group);
 //
 // A task counts as finished only once its drop callback has returned: from the callback,
 // flock_wait, flock_wait_timeout and flock_shutdown of this pool return
-// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and a wait for the task's own
-// group would wait for it too (never call one there).
+// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
+// flock_group_wait_timeout of the task's own group (flock_group_free of it aborts there).
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 //
@@ -886,7 +889,7 @@ flock_status_t flock_submit(flock_pool_t *pool, void (*task)(void *arg), void *a
 // call into the pool, but its task counts as outstanding until drop returns: from drop,
 // flock_wait, flock_wait_timeout and flock_shutdown of this pool return
 // FLOCK_ERR_WOULD_DEADLOCK (on a worker, and when flock_purge or flock_group_cancel called
-// it), as from one of its tasks, and waiting for the task's own group never returns.
+// it), as from one of its tasks, and so do the waits of the task's own group.
 //
 // # Safety
 // `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions

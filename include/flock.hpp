@@ -613,8 +613,10 @@ private:
 ///
 /// Ownership: the destructor waits for the group's tasks (flock_group_free), so tasks may
 /// capture references to objects declared before the group; exceptions not yet reported are
-/// then discarded. Move-only. Never wait on (or destroy) a group from one of its own tasks:
-/// it would wait for that task itself.
+/// then discarded. Move-only. A wait() on a group from one of its own tasks (or from the
+/// destructor of one that cancel() drops) would wait for that task itself: it throws
+/// flock::error(FLOCK_ERR_WOULD_DEADLOCK). Never destroy a group there: flock_group_free
+/// aborts the process rather than hang.
 ///
 /// Thread-safety: run(), wait() and cancel() may be called from any threads at once.
 class task_group {

@@ -7,12 +7,14 @@
 //! task can end reaches the count through one `Drop`, and no path has to remember it. The
 //! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
 
+use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc as CellArc;
 use std::time::{Duration, Instant};
@@ -35,6 +37,21 @@ pub enum GroupError {
     Panicked(usize),
     /// The time limit of [`TaskGroup::wait_timeout`] passed with tasks still unfinished.
     Timeout,
+    /// The wait was called from one of the group's own tasks (or from the destructor of one
+    /// that is being dropped unrun): that task is unfinished until the call returns, so the
+    /// wait would never end. Refused at once; nothing was waited for.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = flock::Pool::new();
+    /// let group = Arc::new(flock::TaskGroup::new(&pool));
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let inner = group.clone();
+    /// group.spawn(move || tx.send(inner.wait()).unwrap());
+    /// assert_eq!(rx.recv().unwrap(), Err(flock::GroupError::WouldDeadlock));
+    /// group.wait().unwrap();
+    /// ```
+    WouldDeadlock,
 }
 
 impl fmt::Display for GroupError {
@@ -42,6 +59,9 @@ impl fmt::Display for GroupError {
         match self {
             GroupError::Panicked(n) => write!(f, "{n} task(s) of the group panicked"),
             GroupError::Timeout => f.write_str("the group's tasks did not finish in time"),
+            GroupError::WouldDeadlock => {
+                f.write_str("waiting on a task group from one of its own tasks would wait forever")
+            }
         }
     }
 }
@@ -58,8 +78,9 @@ impl std::error::Error for GroupError {}
 /// each wait returns once the group's count of unfinished tasks was zero at some moment
 /// during the call (tasks spawned concurrently may or may not be waited for).
 ///
-/// Dropping the group does not wait: its tasks still run. Waiting on a group from one of
-/// its own tasks waits for that task itself, and never returns.
+/// Dropping the group does not wait: its tasks still run. A wait on a group from one of its
+/// own tasks (or from the destructor of one that `cancel`, `purge` or `shutdown_now` drops)
+/// would wait for that task itself: it is refused with [`GroupError::WouldDeadlock`].
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -127,17 +148,61 @@ impl Drop for Ticket {
     }
 }
 
-/// A task of a group: the user's closure and its ticket. Fields drop in order, so a task
-/// dropped unrun has its closure's destructor run before the group hears it finished.
+/// A task of a group: the user's closure and its ticket. The closure runs, or is dropped
+/// unrun, inside an `InGroup` frame, so that a wait on the group from its code or its
+/// destructor is refused (`GroupError::WouldDeadlock`) rather than waiting for itself; then
+/// the ticket goes, so the group hears the task finished only after its destructor ran.
 struct GroupTask<F> {
-    f: F,
-    ticket: Ticket,
+    f: ManuallyDrop<F>,
+    ticket: ManuallyDrop<Ticket>,
+}
+
+/// This thread runs a task of the group whose state is at `group` (its closure, or the
+/// closure's destructor): a frame (`frames.rs`) for as long as that runs.
+struct InGroup {
+    group: *const GroupState,
+}
+
+impl InGroup {
+    /// Whether this thread runs a task of the group whose state is `group` now.
+    fn here(group: &GroupState) -> bool {
+        frames::any(|f: &InGroup| std::ptr::eq(f.group, group))
+    }
+}
+
+frames::frame_kind!(
+    /// This thread's innermost `InGroup` frame, or null.
+    IN_GROUP: InGroup
+);
+
+impl<F> GroupTask<F> {
+    fn new(f: F, ticket: Ticket) -> Self {
+        GroupTask {
+            f: ManuallyDrop::new(f),
+            ticket: ManuallyDrop::new(ticket),
+        }
+    }
+
+    /// The frame this task's closure runs or is dropped in.
+    fn frame(&self) -> InGroup {
+        InGroup {
+            group: CellArc::as_ptr(&self.ticket.0),
+        }
+    }
 }
 
 impl<F: FnOnce()> GroupTask<F> {
     fn run(self) {
-        let GroupTask { f, ticket } = self;
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        let frame = self.frame();
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so each field is taken out exactly once, here.
+        let (f, ticket) = unsafe {
+            (
+                ManuallyDrop::take(&mut this.f),
+                ManuallyDrop::take(&mut this.ticket),
+            )
+        };
+        if let Err(payload) = frames::enter(frame, || catch_unwind(AssertUnwindSafe(f))) {
             // Relaxed: the ticket's AcqRel decrement, later in this thread, publishes it.
             ticket.0.panicked.fetch_add(1, Ordering::Relaxed);
             drop(ticket);
@@ -145,6 +210,28 @@ impl<F: FnOnce()> GroupTask<F> {
             // task's handle, dropped with it).
             resume_unwind(payload);
         }
+    }
+}
+
+/// Dropped unrun (cancelled, purged, discarded by `shutdown_now`, refused): the closure's
+/// destructor runs inside the group's frame, then the ticket is given back, also if that
+/// destructor panics.
+impl<F> Drop for GroupTask<F> {
+    fn drop(&mut self) {
+        /// Gives the ticket back also if the closure's destructor unwinds.
+        struct Back<'a>(&'a mut ManuallyDrop<Ticket>);
+        impl Drop for Back<'_> {
+            fn drop(&mut self) {
+                // SAFETY: taken once: `GroupTask::drop` runs once, and `run` (the fields'
+                // other way out) forgets the task.
+                drop(unsafe { ManuallyDrop::take(self.0) });
+            }
+        }
+        let frame = self.frame();
+        let f = &mut self.f;
+        let _back = Back(&mut self.ticket);
+        // SAFETY: as above, the closure is dropped once.
+        frames::enter(frame, || unsafe { ManuallyDrop::drop(f) });
     }
 }
 
@@ -315,10 +402,7 @@ impl TaskGroup {
         // Relaxed: the unit is ours until the task ends; a waiter that reads the count before
         // this increment does not wait for this task, which spawning concurrently allows.
         self.state.pending.fetch_add(1, Ordering::Relaxed);
-        let task = GroupTask {
-            f: task,
-            ticket: Ticket(self.state.clone()),
-        };
+        let task = GroupTask::new(task, Ticket(self.state.clone()));
         move || task.run()
     }
 
@@ -349,6 +433,7 @@ impl TaskGroup {
     /// }
     /// ```
     pub fn wait(&self) -> Result<(), GroupError> {
+        self.refuse_from_own_task()?;
         // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
         if self.state.pending.load(Ordering::Acquire) != 0 {
             self.wait_cold();
@@ -391,6 +476,7 @@ impl TaskGroup {
     /// assert_eq!(group.wait_timeout(Duration::from_secs(60)), Ok(()));
     /// ```
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), GroupError> {
+        self.refuse_from_own_task()?;
         let deadline = Instant::now().checked_add(timeout);
         {
             let mut list = self.state.waiters.lock();
@@ -405,6 +491,20 @@ impl TaskGroup {
             }
         }
         self.take_result()
+    }
+
+    /// `Err(WouldDeadlock)` on a thread running one of our tasks now (its closure or its
+    /// destructor, `GroupTask`): that task is among those the wait would wait for. Only
+    /// when the count is not zero: with nothing unfinished there is nothing to wait for,
+    /// hence no deadlock (and no thread-local read on the fast path of a finished group).
+    #[inline]
+    fn refuse_from_own_task(&self) -> Result<(), GroupError> {
+        // Relaxed: a task of ours running here holds a unit of `pending`, which this thread
+        // took or saw taken before the task started, so it reads non-zero.
+        if self.state.pending.load(Ordering::Relaxed) != 0 && InGroup::here(&self.state) {
+            return Err(GroupError::WouldDeadlock);
+        }
+        Ok(())
     }
 
     /// The panics since the last report, now reported.
@@ -433,7 +533,8 @@ impl TaskGroup {
     /// A task stays unfinished until its destructor has returned, so from a destructor run
     /// here [`Pool::wait`], [`Pool::wait_for`] and the pool's shutdowns answer
     /// [`WaitError::WouldDeadlock`](crate::WaitError::WouldDeadlock) (as from one of the
-    /// pool's tasks), and a wait on this group never returns (as from one of its tasks).
+    /// pool's tasks), and a wait on this group answers [`GroupError::WouldDeadlock`] (as from
+    /// one of its tasks).
     ///
     /// # Panics
     /// If a closure's destructor panics, the others are still dropped, and the first such

@@ -845,8 +845,10 @@ impl Pool {
     /// destructor that panics is caught and its payload dropped. A dropped task stays
     /// outstanding until its destructor has returned, so from a destructor run here
     /// [`wait`](Pool::wait), [`wait_for`](Pool::wait_for) and the shutdowns of this pool
-    /// answer [`WaitError::WouldDeadlock`] (as from one of its tasks), and waiting for the
-    /// task's own [`TaskGroup`](crate::TaskGroup) never returns.
+    /// answer [`WaitError::WouldDeadlock`] (as from one of its tasks), and so does a wait
+    /// for the task's own [`TaskGroup`](crate::TaskGroup) ([`GroupError::WouldDeadlock`]).
+    ///
+    /// [`GroupError::WouldDeadlock`]: crate::GroupError::WouldDeadlock
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();

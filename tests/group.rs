@@ -263,3 +263,110 @@ fn stress_many_threads_spawning_and_waiting() {
         }
     });
 }
+
+/// A wait on a group from one of its own tasks would wait for that task: refused at once
+/// with `WouldDeadlock`, on a worker (the task's code) and off the workers (the caller
+/// running it under `CallerRuns`), for both waits; a wait on another group, or on an inner
+/// group from the same task, still waits. Before, these waits never returned.
+#[test]
+fn a_wait_from_one_of_the_groups_own_tasks_is_refused() {
+    watchdog(30, "group self-wait refused", || {
+        let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+        let group = Arc::new(TaskGroup::new(&pool));
+        let other = Arc::new(TaskGroup::new(&pool));
+        let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        for _ in 0..8 {
+            let (g, o, p, answers) = (group.clone(), other.clone(), pool.clone(), answers.clone());
+            group.spawn(move || {
+                o.spawn(|| ());
+                let inner = TaskGroup::new(&p);
+                inner.spawn(|| ());
+                let mine = (g.wait(), g.wait_timeout(Duration::from_secs(60)));
+                // Not ours: these wait (and return once those tasks ran).
+                let theirs = (o.wait(), inner.wait());
+                answers.lock().unwrap().push((mine, theirs));
+            });
+        }
+        group.wait().unwrap();
+        other.wait().unwrap();
+        let answers = answers.lock().unwrap();
+        assert_eq!(answers.len(), 8);
+        for answer in answers.iter() {
+            assert_eq!(
+                *answer,
+                (
+                    (
+                        Err(GroupError::WouldDeadlock),
+                        Err(GroupError::WouldDeadlock)
+                    ),
+                    (Ok(()), Ok(()))
+                )
+            );
+        }
+    });
+}
+
+#[test]
+fn a_wait_from_a_group_task_run_by_the_caller_is_refused() {
+    watchdog(30, "group self-wait refused off the workers", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .capacity(1)
+            .when_full(flock::Backpressure::CallerRuns)
+            .build()
+            .unwrap();
+        let gate = Gate::new();
+        let g = gate.clone();
+        pool.submit(move || g.wait()).unwrap(); // fills the pool: the next task runs here
+        let group = Arc::new(TaskGroup::new(&pool));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g = group.clone();
+        let here = std::thread::current().id();
+        group.spawn(move || tx.send((std::thread::current().id(), g.wait())).unwrap());
+        let (ran_on, answer) = rx.recv().unwrap();
+        assert_eq!(ran_on, here, "the task ran on the caller");
+        assert_eq!(answer, Err(GroupError::WouldDeadlock));
+        gate.open();
+        group.wait().unwrap();
+        pool.wait().unwrap();
+    });
+}
+
+/// The destructor of a group task that `cancel` drops runs while that task is unfinished: a
+/// wait on the group from there is refused too (also when the destructor runs on a worker,
+/// under `shutdown_now`), and a wait on another group is not.
+#[test]
+fn a_wait_from_a_dropped_group_tasks_destructor_is_refused() {
+    struct WaitsOnDrop {
+        group: Arc<TaskGroup>,
+        answers: Arc<std::sync::Mutex<Vec<Result<(), GroupError>>>>,
+    }
+    impl Drop for WaitsOnDrop {
+        fn drop(&mut self) {
+            let answer = self.group.wait();
+            self.answers.lock().unwrap().push(answer);
+        }
+    }
+    watchdog(30, "group wait from a dropped task's destructor", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = Arc::new(TaskGroup::new(&pool));
+        let unrelated = Arc::new(TaskGroup::new(&pool));
+        let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        pool.pause();
+        for target in [&group, &unrelated] {
+            let w = WaitsOnDrop {
+                group: target.clone(),
+                answers: answers.clone(),
+            };
+            group.spawn(move || drop(w));
+        }
+        assert_eq!(group.cancel(), 2);
+        pool.resume();
+        group.wait().unwrap();
+        assert_eq!(
+            *answers.lock().unwrap(),
+            vec![Err(GroupError::WouldDeadlock), Ok(())]
+        );
+        pool.shutdown().unwrap();
+    });
+}

@@ -36,6 +36,7 @@ fn wait_status(result: Result<(), GroupError>) -> flock_status_t {
         Ok(()) => flock_status_t::FLOCK_OK,
         Err(GroupError::Panicked(_)) => flock_status_t::FLOCK_ERR_TASK_FAILED,
         Err(GroupError::Timeout) => flock_status_t::FLOCK_ERR_TIMEOUT,
+        Err(GroupError::WouldDeadlock) => flock_status_t::FLOCK_ERR_WOULD_DEADLOCK,
         // GroupError is non_exhaustive: a way to fail added later reads as a failed task
         // until a status of its own is published for it.
         Err(_) => flock_status_t::FLOCK_ERR_TASK_FAILED,
@@ -214,10 +215,11 @@ pub unsafe extern "C" fn flock_group_submit_lane_ex(
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_TASK_FAILED when all have finished and at least one failed
 /// (flock_task_fail, a C++ exception, a panic) since the last wait that reported failures
-/// (each failure is reported to one wait); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
+/// (each failure is reported to one wait); FLOCK_ERR_WOULD_DEADLOCK, at once, when called
+/// from one of the group's own tasks or from the drop callback of one being dropped (it would
+/// wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 ///
-/// Never call it from one of the group's own tasks: it would wait for that task itself and
-/// never return. While the pool is paused, queued tasks of the group do not start, so the
+/// While the pool is paused, queued tasks of the group do not start, so the
 /// wait lasts until flock_resume.
 ///
 /// Thread-safety: any number of threads may wait on one group at once; each returns once
@@ -244,7 +246,7 @@ pub unsafe extern "C" fn flock_group_wait(group: *mut flock_group_t) -> flock_st
 /// worker: a task that waits so for tasks only its own worker could run times out.
 ///
 /// Returns FLOCK_OK, FLOCK_ERR_TASK_FAILED (as flock_group_wait), FLOCK_ERR_TIMEOUT,
-/// FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
+/// FLOCK_ERR_WOULD_DEADLOCK (as flock_group_wait), FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
 ///
 /// Thread-safety: as flock_group_wait.
 ///
@@ -272,9 +274,8 @@ pub unsafe extern "C" fn flock_group_wait_timeout(
 ///
 /// A task counts as finished only once its drop callback has returned: from the callback,
 /// flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
-/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and flock_group_wait,
-/// flock_group_wait_timeout and flock_group_free of this group would wait for it too (never
-/// call them there).
+/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
+/// flock_group_wait_timeout of this group; flock_group_free of this group aborts there.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 ///
@@ -309,7 +310,10 @@ pub unsafe extern "C" fn flock_group_cancel(
 /// of the group runs any more, and their arguments may be freed. To drop the queued ones
 /// instead of running them, call flock_group_cancel first. NULL is a no-op.
 ///
-/// Never call it from one of the group's own tasks (it would wait for itself).
+/// Never call it from one of the group's own tasks or their drop callbacks: it would wait
+/// for that task itself. Such a call prints a message to stderr and aborts the process
+/// instead of hanging (it returns nothing that could report the error, and returning
+/// without waiting would break the promise above).
 ///
 /// Thread-safety: the last call on the group: no other call on it may run concurrently or
 /// follow. The pool is unaffected.
@@ -325,7 +329,13 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
         // SAFETY: a non-NULL `group` came from Box::into_raw in flock_group_new and is given up
         // by the caller (this function's contract).
         let group = unsafe { Box::from_raw(group) };
-        let _ = group.inner.wait();
+        if group.inner.wait() == Err(GroupError::WouldDeadlock) {
+            eprintln!(
+                "flock: flock_group_free called from one of the group's own tasks, \
+                 which it would wait for forever; aborting"
+            );
+            std::process::abort();
+        }
     }
 }
 
@@ -337,8 +347,8 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
 ///
 /// A task counts as finished only once its drop callback has returned: from the callback,
 /// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
-/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), and a wait for the task's own
-/// group would wait for it too (never call one there).
+/// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
+/// flock_group_wait_timeout of the task's own group (flock_group_free of it aborts there).
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 ///

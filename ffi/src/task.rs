@@ -215,7 +215,7 @@ pub unsafe extern "C" fn flock_submit(
 /// call into the pool, but its task counts as outstanding until drop returns: from drop,
 /// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
 /// FLOCK_ERR_WOULD_DEADLOCK (on a worker, and when flock_purge or flock_group_cancel called
-/// it), as from one of its tasks, and waiting for the task's own group never returns.
+/// it), as from one of its tasks, and so do the waits of the task's own group.
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from flock_pool_new; `task` and `drop` are NULL or functions

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h> /* mallinfo2, for test_group_cancel_on_paused_pool_frees_the_pool only */
@@ -2011,6 +2012,107 @@ static void test_extreme_timeouts(void) {
     flock_pool_free(pool);
 }
 
+/* A wait on a group from one of its own tasks, or from the drop callback of one that
+ * flock_group_cancel drops, would wait for that task itself: FLOCK_ERR_WOULD_DEADLOCK at once,
+ * from both waits (they hung once: the header said "never call it there"). A wait on another
+ * group from there is not refused (from the task: it waits for that group's task). */
+typedef struct {
+    flock_group_t *own, *other;
+    flock_status_t st[3];
+    atomic_int done, ran;
+} group_self_t;
+
+static void group_self_wait(void *arg) {
+    group_self_t *t = arg;
+    t->st[0] = flock_group_wait(t->own);
+    t->st[1] = flock_group_wait_timeout(t->own, 60ull * 1000);
+    t->st[2] = flock_group_wait(t->other);
+    atomic_store(&t->done, 1);
+}
+
+static void group_dropped_task(void *arg) { atomic_store(&((group_self_t *)arg)->ran, 1); }
+
+static void test_group_waits_from_own_tasks(void) {
+    flock_pool_t *pool = new_pool(1, 64, FLOCK_WHEN_FULL_BLOCK);
+    for (int dropped = 0; dropped <= 1; dropped++) {
+        group_self_t t;
+        memset(&t, 0, sizeof t);
+        for (int i = 0; i < 3; i++) t.st[i] = FLOCK_ERR_PANIC;
+        CHECK_STATUS(flock_group_new(pool, &t.own), FLOCK_OK);
+        CHECK_STATUS(flock_group_new(pool, &t.other), FLOCK_OK);
+        atomic_uint_fast64_t n = 0;
+        if (dropped) {
+            /* Paused: the task stays queued, and flock_group_cancel calls its drop callback
+             * here (the other group is empty: its wait returns at once). */
+            CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+            CHECK_STATUS(flock_group_submit_ex(t.own, group_dropped_task, &t, group_self_wait), FLOCK_OK);
+            size_t cancelled = 0;
+            CHECK_STATUS(flock_group_cancel(t.own, &cancelled), FLOCK_OK);
+            CHECK_EQ(cancelled, 1);
+            CHECK_STATUS(flock_resume(pool), FLOCK_OK);
+        } else {
+            CHECK_STATUS(flock_group_submit(t.other, count_task, &n), FLOCK_OK);
+            CHECK_STATUS(flock_group_submit(t.own, group_self_wait, &t), FLOCK_OK);
+        }
+        CHECK_STATUS(flock_group_wait(t.own), FLOCK_OK);
+        CHECK(atomic_load(&t.done));
+        CHECK_EQ(atomic_load(&t.ran), 0);
+        CHECK_STATUS(t.st[0], FLOCK_ERR_WOULD_DEADLOCK);
+        CHECK_STATUS(t.st[1], FLOCK_ERR_WOULD_DEADLOCK);
+        CHECK_STATUS(t.st[2], FLOCK_OK);
+        CHECK_STATUS(flock_group_wait(t.other), FLOCK_OK);
+        CHECK_EQ(atomic_load(&n), dropped ? 0 : 1);
+        flock_group_free(t.own);
+        flock_group_free(t.other);
+    }
+    flock_pool_free(pool);
+}
+
+/* flock_group_free from one of the group's own tasks would wait for that task forever, and it
+ * returns nothing that could report it: the header says it prints a message and aborts. In a
+ * child process (forked before it starts any thread of its own), whose stderr comes back
+ * through a pipe: it must die of SIGABRT with the message, not hang (the child's alarm would
+ * end it with SIGALRM) nor return. */
+static void free_own_group(void *arg) { flock_group_free((flock_group_t *)arg); }
+
+static void test_group_free_from_own_task_aborts(void) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        signal(SIGALRM, SIG_DFL);
+        alarm(60);
+        flock_config_t cfg;
+        flock_config_init(&cfg);
+        cfg.workers = 1;
+        flock_pool_t *pool = NULL;
+        flock_group_t *g = NULL;
+        if (flock_pool_new(&cfg, &pool) != FLOCK_OK || flock_group_new(pool, &g) != FLOCK_OK ||
+            flock_group_submit(g, free_own_group, g) != FLOCK_OK)
+            _exit(3);
+        for (;;) sleep(1);
+    }
+    CHECK(pid > 0);
+    close(fds[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof buf - 1 && (got = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)got;
+    buf[len] = 0;
+    close(fds[0]);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT))
+        fprintf(stderr, "  child status %d, stderr: %s\n", status, buf);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CHECK(strstr(buf, "flock_group_free called from one of the group's own tasks") != NULL);
+}
+
 /* ---- the driver ---------------------------------------------------------------------------- */
 
 int main(void) {
@@ -2063,6 +2165,8 @@ int main(void) {
     RUN(test_pause_lands_during_wait);
     RUN(test_batch_under_every_policy);
     RUN(test_group_edges);
+    RUN(test_group_waits_from_own_tasks);
+    RUN(test_group_free_from_own_task_aborts);
     RUN(test_extreme_timeouts);
 
     printf("%d passed, %d failed\n", passed, failed);

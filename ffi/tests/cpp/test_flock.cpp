@@ -736,6 +736,30 @@ static void test_task_group_nested_on_one_worker() {
     CHECK_EQ(sum.load(), 255 * 256 / 2);
 }
 
+// wait() on a group from one of its own tasks would wait for that task: it throws
+// flock::error(FLOCK_ERR_WOULD_DEADLOCK) at once (it hung once), and wait_for() too.
+static void test_task_group_wait_from_own_task() {
+    flock::pool pool(flock::config().workers(2));
+    flock::task_group g(pool);
+    std::atomic<int> refused{0};
+    for (int i = 0; i < 4; i++) {
+        g.run([&] {
+            try {
+                g.wait();
+            } catch (const flock::error& e) {
+                if (e.status() == FLOCK_ERR_WOULD_DEADLOCK) refused++;
+            }
+            try {
+                g.wait_for(std::chrono::seconds(60));
+            } catch (const flock::error& e) {
+                if (e.status() == FLOCK_ERR_WOULD_DEADLOCK) refused++;
+            }
+        });
+    }
+    g.wait();
+    CHECK_EQ(refused.load(), 8);
+}
+
 static void test_parallel_loops() {
     flock::pool pool(flock::config().workers(3));
     // Each index exactly once, for ranges and block counts of every shape.
@@ -1112,6 +1136,7 @@ int main() {
     RUN(test_resize_pause_resume);
     RUN(test_task_group_run_wait_cancel);
     RUN(test_task_group_nested_on_one_worker);
+    RUN(test_task_group_wait_from_own_task);
     RUN(test_parallel_loops);
     RUN(test_purge_cpp);
     RUN(test_port_bs_thread_pool);
