@@ -47,13 +47,15 @@ for seed in $seeds; do
     fi
     grep -E "^test result" "$log"
 done
-# Resize, pause, batches and waiting workers: one seed (they take minutes under Miri).
-echo "== miri (seed 1): resize, pause, batches, waiting workers"
+# Resize, pause, batches, waiting workers and task groups (whose tasks carry their closure
+# and ticket in ManuallyDrop fields): one seed (they take minutes under Miri).
+echo "== miri (seed 1): resize, pause, batches, waiting workers, task groups"
 log=$(mktemp)
 if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=1 -Zmiri-disable-isolation" \
-    cargo +nightly miri test -p flock-pool --test resize --test pause --test batch --test waiting >"$log" 2>&1; then
+    cargo +nightly miri test -p flock-pool --test resize --test pause --test batch --test waiting \
+    --test group >"$log" 2>&1; then
     grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
-    echo "miri: FAILED (resize, pause, batches, waiting)" >&2
+    echo "miri: FAILED (resize, pause, batches, waiting, groups)" >&2
     exit 1
 fi
 grep -E "^test result" "$log"
@@ -65,4 +67,4 @@ if ! wait "$crossbeam_pid"; then
 fi
 trap - EXIT
 grep -E "^test result" "$crossbeam_log"
-echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches/waiting + 1 real-deque pass in $(( $(date +%s) - start ))s"
+echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches/waiting/groups + 1 real-deque pass in $(( $(date +%s) - start ))s"
