@@ -299,7 +299,41 @@ pub(crate) fn run(
         lanes: locals,
         joins,
     };
-    registry.leave_slot(index, queues, retired);
+    if registry.leave_slot(index, queues, retired) && registry.is_shutdown() {
+        sweep_as_the_last_to_leave(&registry);
+    }
+}
+
+/// The last worker out of a pool that shut down empties its queues of the shells of tasks
+/// cancelled while queued (`purge::sweep`, whose module docs tell why they must go): also
+/// when no `Pool::close` will, as when the pool was dropped from inside one of its tasks
+/// (`Drop for Pool` then only begins the shutdown: a thread cannot join itself), and also
+/// when a shutdown with a deadline gave up first. A closer's sweep may run at the same
+/// time: both take jobs the way thieves do, so each shell is dropped once.
+///
+/// Why the flag is seen, when it matters: `leave_slot` took `live` to 0 under its lock.
+/// Every worker that left through `Exit::Shutdown` saw the flag (`may_exit`) before its own
+/// decrement under that lock, so our load after ours sees it too; a pool where none did
+/// (every worker retired, or none could be pinned) was not shut down while they ran, and
+/// nothing was queued.
+///
+/// Why `sweep`'s `debug_assert` (nothing dropped but shells) holds here as it does after
+/// `Pool::close`: at least one worker is always wanted, so a worker left through
+/// `Exit::Shutdown` after it saw `may_exit`, the flag up and nothing outstanding. From then
+/// on no counted task can be queued: submits from outside see the external shards closed
+/// (the flag is raised after them), a task submitted from a task needs a task running and
+/// none is outstanding (a task run off the workers, by a `CallerRuns` caller, a helper
+/// thread or the lane reserve, is outstanding until it ends, as one on a worker), no worker
+/// can start (`resize` checks the flag under `slots`, which `begin_shutdown` holds while it
+/// raises it), and what an `on_worker_stop` hook submits goes onto its own worker's deques,
+/// which that worker runs before it leaves (`run_what_the_stop_hook_left`). A retiring
+/// worker handed its deques over before leaving, and what it handed over was outstanding.
+/// So what is left are jobs that count as finished already: the shells.
+///
+/// The registry cannot be freed under the sweep: `registry` is this worker's own `Arc`.
+#[cold]
+fn sweep_as_the_last_to_leave(registry: &Arc<Registry>) {
+    crate::purge::sweep(registry);
 }
 
 impl WorkerThread {

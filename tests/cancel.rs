@@ -1,13 +1,16 @@
 //! `JoinHandle::cancel`: a cancelled task is dropped and counted once, also when its
 //! closure's destructor panics (that panic reaches `cancel`'s caller, after the books are
-//! balanced), and the shell it leaves queued does not keep the pool's shared state alive.
+//! balanced), and the shell it leaves queued does not keep the pool's shared state alive,
+//! also when the pool is dropped from inside one of its own tasks.
 
 mod common;
 
 use common::{eventually, stall_all, watchdog};
-use flock::{JoinError, Pool, TaskGroup, WorkerState};
+use flock::{Backpressure, JoinError, Pool, TaskGroup, WorkerState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Panics when dropped.
 struct PanicsOnDrop;
@@ -114,4 +117,72 @@ fn a_task_cancelled_while_queued_does_not_keep_the_pool_alive() {
             },
         );
     }
+}
+
+/// Whether the shared state of the pool whose panic handler holds `token` is freed within
+/// `limit`. After a drop from inside the pool nothing joins its workers: the last of them
+/// frees it as its thread ends, so we poll.
+fn freed_within(token: &Arc<()>, limit: Duration) -> bool {
+    let start = Instant::now();
+    while Arc::strong_count(token) != 1 {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+/// As above, but the last `Arc<Pool>` is dropped from inside one of the pool's tasks, right
+/// after that task cancelled a queued one. `Drop for Pool` then only begins the shutdown
+/// (a thread cannot join itself), so `Pool::close` and its sweep never ran: the shell
+/// stayed queued and the pool leaked in every round that cancelled (20 of 20) before the
+/// last worker to leave swept the queues. The task runs off the workers, on the submitting thread
+/// (`CallerRuns`, the queue full with the task it cancels): one running on a worker leaves
+/// no shell, as that worker looks at the queues again once its task returns. The spinning
+/// worker may take the queued task before it is cancelled; such rounds prove nothing.
+#[test]
+fn a_pool_dropped_by_its_own_task_after_a_cancel_is_freed() {
+    watchdog(120, "pool dropped from inside, freed", || {
+        let (rounds, wanted) = if cfg!(miri) { (3, 1) } else { (200, 20) };
+        let (mut cancelled, mut leaked) = (0, 0);
+        for _ in 0..rounds {
+            let token = Arc::new(());
+            let held = token.clone();
+            let pool = Arc::new(
+                Pool::builder()
+                    .workers(1)
+                    .capacity(1)
+                    .when_full(Backpressure::CallerRuns)
+                    // Keeps the worker spinning (not parked) until the shutdown.
+                    .spin_limit(u32::MAX)
+                    .panic_handler(move |_| drop(held.clone()))
+                    .build()
+                    .unwrap(),
+            );
+            eventually(|| pool.stats().per_worker[0].state == WorkerState::Spinning);
+            // Submits without an `Arc<Pool>` of ours, so the task's is the last.
+            let group = TaskGroup::new(&pool);
+            let victim = pool.spawn(|| ());
+            let (last, ok) = (pool, Arc::new(AtomicBool::new(false)));
+            let seen = ok.clone();
+            group.spawn(move || {
+                let off_workers = flock::current_worker_index().is_none();
+                seen.store(victim.cancel() && off_workers, Ordering::SeqCst);
+                drop(last);
+            });
+            drop(group);
+            let ok = ok.load(Ordering::SeqCst);
+            cancelled += usize::from(ok);
+            leaked += usize::from(!freed_within(&token, Duration::from_secs(2)));
+            if cancelled == wanted {
+                break;
+            }
+        }
+        assert!(cancelled > 0, "no round cancelled its task off the workers");
+        assert_eq!(
+            leaked, 0,
+            "{leaked} pools never freed ({cancelled} rounds cancelled)"
+        );
+    });
 }

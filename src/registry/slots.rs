@@ -86,6 +86,9 @@ impl Registry {
                     }
                     this.shown.store(slots.shown(), Ordering::Relaxed);
                     drop(slots);
+                    // Not the last worker out of a closed pool to sweep (see `leave_slot`):
+                    // this `resize` borrows the `Pool`, so only a concurrent `shutdown` can
+                    // have closed it, and that call sweeps once `live` is 0.
                     this.workers_gone(start.len() - spawned);
                     failure = Some((i, e));
                     break;
@@ -172,8 +175,10 @@ impl Registry {
         }
     }
 
-    /// A worker thread leaves: its deques go back to its slot.
-    pub(crate) fn leave_slot(&self, index: usize, deques: LocalQueues, retired: bool) {
+    /// A worker thread leaves: its deques go back to its slot. Returns whether it was the
+    /// last worker to leave (`live` fell to 0 here): in a pool that shut down, the one to
+    /// sweep the queues (`purge::sweep`, called by the worker in `worker::run`).
+    pub(crate) fn leave_slot(&self, index: usize, deques: LocalQueues, retired: bool) -> bool {
         let mut slots = self.slots.lock();
         debug_assert!(
             deques.lanes.iter().all(Deque::is_empty) && deques.joins.is_empty(),
@@ -194,7 +199,7 @@ impl Registry {
         while let Some(job) = self.mailboxes.take(index) {
             self.run_off_worker(self.counters.external(), job, 0);
         }
-        self.workers_gone(1);
+        self.workers_gone(1)
     }
 
     /// Slots `Stats::per_worker` shows.
@@ -216,13 +221,16 @@ impl Registry {
         }
     }
 
-    /// `n` worker threads exited (or never started).
-    fn workers_gone(&self, n: usize) {
+    /// `n` worker threads exited (or never started). Returns whether this call took `live`
+    /// to 0: under the `live` lock, so exactly one call does for each time it gets there.
+    fn workers_gone(&self, n: usize) -> bool {
         let mut live = self.live.lock();
         *live -= n;
-        if *live == 0 {
+        let none_left = *live == 0;
+        if none_left {
             self.live_cond.notify_all();
         }
+        none_left
     }
 
     /// Waits until every worker has left its loop; false if `deadline` passed first.
