@@ -392,6 +392,20 @@ impl Registry {
         }
     }
 
+    /// Counts a task that `shutdown_now` dropped unrun (`Pool::dropped_by_shutdown`). Called
+    /// before the task is counted `Dropped`, never after: a closer learns that the task
+    /// finished through that count, and must then find it here too.
+    ///
+    /// Relaxed is enough in that order. The `Dropped` add that follows is a Release
+    /// (`Shard::add_owned`, `Shard::add_shared`), and every reader of the finished counts
+    /// loads them with Acquire (`Counters::outstanding`, through `Shard::proto`). A thread
+    /// that counts our task finished there therefore happens after this increment, and so
+    /// does everyone it hands that knowledge to: a worker that saw nothing outstanding and
+    /// exits, then under the `live` lock a closer in `await_workers`. That closer's load in
+    /// `dropped_by_shutdown` sees it, also a second closer racing the first, which finds the
+    /// threads already taken and joins none (`join_threads`), so no join orders the lane
+    /// reserve's drops before its load. The other order let that closer see the reserve's
+    /// drop finished and not yet counted here.
     pub(crate) fn note_dropped_by_shutdown(&self) {
         self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
     }

@@ -250,8 +250,9 @@ impl Reserve {
         }
         if flags & DISCARDABLE != 0 && reg.is_stopping_now() {
             if job.discard_counted() {
-                shard.add_shared(Proto::Dropped, 1);
+                // In this order: see `note_dropped_by_shutdown`.
                 reg.note_dropped_by_shutdown();
+                shard.add_shared(Proto::Dropped, 1);
             }
             reg.after_finish_off_worker();
             return;

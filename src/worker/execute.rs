@@ -199,8 +199,9 @@ impl WorkerThread {
     #[cold]
     fn discard(&self, job: Job) {
         if job.discard_counted() {
-            self.shard().add_owned(Proto::Dropped, 1);
+            // In this order: see `note_dropped_by_shutdown`.
             self.registry.note_dropped_by_shutdown();
+            self.shard().add_owned(Proto::Dropped, 1);
         }
     }
 
