@@ -371,7 +371,14 @@ impl std::error::Error for ResizeError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WaitError {
-    /// Called from one of the pool's own workers, where waiting would wait for itself.
+    /// Called from where waiting would wait for the caller itself: from a thread running one
+    /// of the pool's tasks (one of its workers, or a thread running a task off the workers:
+    /// the caller under [`CallerRuns`](crate::Backpressure::CallerRuns), a helper thread of
+    /// [`SpawnThread`](crate::Backpressure::SpawnThread), the lane reserve), or from the
+    /// destructor of a task that [`Pool::purge`](crate::Pool::purge),
+    /// [`JoinHandle::cancel`](crate::JoinHandle::cancel) or
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel) drops (that task is outstanding until
+    /// its destructor returns). Nothing was changed.
     WouldDeadlock,
     /// The timeout passed first. For a shutdown, the pool keeps draining; the threads are
     /// joined by a later shutdown call or when the `Pool` is dropped.
@@ -385,8 +392,8 @@ impl fmt::Display for WaitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             WaitError::WouldDeadlock => {
-                "called from one of the pool's own workers, which would wait for itself; \
-                 call it from outside the pool"
+                "called from inside the pool (one of its tasks, or the destructor of one being \
+                 dropped unrun), where it would wait for itself; call it from outside the pool"
             }
             WaitError::Timeout => "the timeout passed before the pool finished",
             WaitError::Paused => "the pool is paused with tasks queued; resume() it before waiting",
