@@ -909,7 +909,8 @@ impl Drop for Pool {
     fn drop(&mut self) {
         if self.inside() {
             // Dropped by one of its own tasks: a thread cannot join itself. Close the pool;
-            // the workers drain and exit on their own.
+            // the workers drain and exit on their own, and the last one sweeps the queues
+            // (`purge::sweep`).
             self.registry.begin_shutdown(false);
             return;
         }

@@ -29,8 +29,10 @@
 //! group's `cancel`) counts as finished at once, but its job stays in the queue, an empty
 //! shell a worker skips when it takes it. Workers exit once nothing is outstanding, so they
 //! may leave shells behind; each holds its task's cell, which holds the registry, which holds
-//! the queue: a cycle that would leak the pool's whole shared state. `Pool::close` therefore
-//! sweeps the queues once every worker has exited (`sweep`).
+//! the queue: a cycle that would leak the pool's whole shared state. So the queues are swept
+//! (`sweep`) once every worker has exited: by `Pool::close`, and by the last worker to leave
+//! a shut-down pool (`worker::run`), the only sweeper when the pool was dropped from inside
+//! one of its own tasks.
 
 use crate::deque::Steal;
 use crate::frames;
