@@ -327,6 +327,39 @@ fn loom_a_stop_hook_submits_during_shutdown() {
     });
 }
 
+/// As above, with a shrink racing the shutdown: worker 1 is beyond the number wanted when it
+/// steals the hook's task, which spawns another onto worker 1's deque. A worker that retired
+/// then would hand that one to the shared queue after worker 0 had left, where nobody runs
+/// it (the shutdown's sweep then drops it: the count fails). During a shutdown no worker
+/// retires; it runs until nothing is outstanding, as every other worker does.
+#[test]
+fn loom_a_stop_hook_task_stolen_by_a_retiring_worker() {
+    model("loom_a_stop_hook_task_stolen_by_a_retiring_worker", || {
+        let ran = counter();
+        let r = ran.clone();
+        let pool = builder(2)
+            .on_worker_stop(move |index| {
+                if index == 0 {
+                    let r = r.clone();
+                    crate::submit(move || {
+                        r.fetch_add(1, Ordering::SeqCst);
+                        let r = r.clone();
+                        crate::submit(move || {
+                            r.fetch_add(1, Ordering::SeqCst);
+                        })
+                        .unwrap();
+                    })
+                    .unwrap();
+                }
+            })
+            .build()
+            .expect("pool");
+        pool.resize(1).unwrap();
+        pool.shutdown().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+    });
+}
+
 /// A batch of two tasks that can only finish together, two workers asleep: the batch's
 /// wake-up call must get both workers going (or loom reports the deadlock).
 #[test]

@@ -767,8 +767,10 @@ impl Pool {
     /// (never inside a task), after moving the tasks in its deques to the shared queues, so
     /// nothing is dropped and nothing runs twice. A worker that was between tasks, past its
     /// check, when the shrink came may still take and run one task, submitted before or
-    /// just after `resize` returned, before it retires. `Stats::per_worker` follows. Safe to call
-    /// from any thread, a task included; concurrent calls apply one after the other.
+    /// just after `resize` returned, before it retires. Once a shutdown has begun, workers
+    /// beyond `workers` no longer retire: they run on until nothing is outstanding and leave
+    /// with the others. `Stats::per_worker` follows. Safe to call from any thread, a task
+    /// included; concurrent calls apply one after the other.
     ///
     /// # Errors
     /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond

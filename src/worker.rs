@@ -387,7 +387,7 @@ impl WorkerThread {
         'outer: loop {
             // Between tasks: the one place a worker retires or honours a pause.
             let control = reg.control();
-            if Registry::retiring(control, self.index) {
+            if self.retires(control) {
                 if searching {
                     self.stop_searching();
                 }
@@ -596,6 +596,19 @@ impl WorkerThread {
         }
     }
 
+    /// Whether we leave our loop to retire (a shrink wants fewer workers than our index), as
+    /// `control` says. Not during a shutdown: a retiring worker hands its work to those that
+    /// stay, but then every worker leaves once nothing is outstanding, and one that already
+    /// left may have had its `on_worker_stop` hook submit a task we stole since, whose spawns
+    /// we would hand to nobody. So we run on, and leave when the others do, on `may_exit`
+    /// (loom: `loom_a_stop_hook_task_stolen_by_a_retiring_worker`). A retire decided before
+    /// we saw the flag hands over only tasks outstanding since before any worker saw nothing
+    /// outstanding, which the workers still in their loop run.
+    #[inline]
+    fn retires(&self, control: usize) -> bool {
+        Registry::retiring(control, self.index) && !self.registry.is_shutdown()
+    }
+
     /// Out of work: give back capacity units and tell `wait()`ers.
     fn go_idle(&self) {
         // Units of a scope kept from its tasks: nothing runs here now that could give them
@@ -622,7 +635,7 @@ impl WorkerThread {
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
         let control = reg.control();
         let kept = self.kept_set.get();
-        let retire = Registry::retiring(control, self.index);
+        let retire = self.retires(control);
         // The re-check of step 3. `--cfg flock_canary` removes it to prove the loom models
         // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to
         // start: `resume` wakes everyone. A job we keep from a pause is in no queue: a
