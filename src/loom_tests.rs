@@ -300,6 +300,25 @@ fn loom_retiring_worker_ends_the_last_task_of_a_shutdown() {
     );
 }
 
+/// Two workers; worker 0's `on_worker_stop` hook submits `task(ran)` (from the worker, so
+/// onto its own deque).
+fn pool_whose_stop_hook_submits(ran: &Arc<AtomicUsize>, task: fn(Arc<AtomicUsize>)) -> Pool {
+    let r = ran.clone();
+    builder(2)
+        .on_worker_stop(move |index| {
+            if index == 0 {
+                let r = r.clone();
+                crate::submit(move || task(r)).unwrap();
+            }
+        })
+        .build()
+        .expect("pool")
+}
+
+fn bump(ran: Arc<AtomicUsize>) {
+    ran.fetch_add(1, Ordering::SeqCst);
+}
+
 /// Worker 0's `on_worker_stop` hook submits a task as the pool shuts down: the task goes
 /// onto its own deque, which nobody else takes up once the other worker has left, so the
 /// exiting worker runs it itself; a worker that parked while it was outstanding is woken
@@ -309,19 +328,7 @@ fn loom_retiring_worker_ends_the_last_task_of_a_shutdown() {
 fn loom_a_stop_hook_submits_during_shutdown() {
     model("loom_a_stop_hook_submits_during_shutdown", || {
         let ran = counter();
-        let r = ran.clone();
-        let pool = builder(2)
-            .on_worker_stop(move |index| {
-                if index == 0 {
-                    let r = r.clone();
-                    crate::submit(move || {
-                        r.fetch_add(1, Ordering::SeqCst);
-                    })
-                    .unwrap();
-                }
-            })
-            .build()
-            .expect("pool");
+        let pool = pool_whose_stop_hook_submits(&ran, bump);
         pool.shutdown().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     });
@@ -336,24 +343,10 @@ fn loom_a_stop_hook_submits_during_shutdown() {
 fn loom_a_stop_hook_task_stolen_by_a_retiring_worker() {
     model("loom_a_stop_hook_task_stolen_by_a_retiring_worker", || {
         let ran = counter();
-        let r = ran.clone();
-        let pool = builder(2)
-            .on_worker_stop(move |index| {
-                if index == 0 {
-                    let r = r.clone();
-                    crate::submit(move || {
-                        r.fetch_add(1, Ordering::SeqCst);
-                        let r = r.clone();
-                        crate::submit(move || {
-                            r.fetch_add(1, Ordering::SeqCst);
-                        })
-                        .unwrap();
-                    })
-                    .unwrap();
-                }
-            })
-            .build()
-            .expect("pool");
+        let pool = pool_whose_stop_hook_submits(&ran, |ran| {
+            bump(ran.clone());
+            crate::submit(move || bump(ran)).unwrap();
+        });
         pool.resize(1).unwrap();
         pool.shutdown().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
