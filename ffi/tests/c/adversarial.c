@@ -1424,7 +1424,13 @@ static void test_shutdown_dropped_out_counts_only_shutdowns(void) {
  * exited. Two ways in: the paused pool of the report (a race with the worker's first spin),
  * and a worker kept spinning (spin_limit UINT32_MAX), which leaked every round. valgrind
  * (driver.sh valgrind) fails on the leak; with glibc 2.33 or later this also measures the heap
- * in use over the rounds (a leaking round adds ~52 KB, one that does not adds nothing). */
+ * in use over the rounds: a leaking round adds ~52 KB (the spinning rounds leaked every time,
+ * ~26 MB over 1000 rounds), one that does not adds nothing lasting. Since the last worker out
+ * sweeps the queues itself, on its own thread, the heap in use at the end moves by up to
+ * ~75 KB from run to run (67-75 KB in five runs of 1000 rounds; under 64 KB over 4000
+ * rounds, so it does not grow with the rounds: state freed later, by the allocator or by
+ * crossbeam-epoch's collector, not a pool; which one was not measured), and valgrind reports
+ * no leak, so the bound is 256 KB: under five leaked pools. */
 static void test_group_cancel_on_paused_pool_frees_the_pool(void) {
     uint64_t rounds = scaled(1000);
     size_t before = 0;
@@ -1457,9 +1463,9 @@ static void test_group_cancel_on_paused_pool_frees_the_pool(void) {
     }
 #ifdef HAVE_MALLINFO2
     long long grew = (long long)mallinfo2().uordblks - (long long)before;
-    if (grew > 64 * 1024)
+    if (grew > 256 * 1024)
         fprintf(stderr, "  heap in use grew by %lld bytes over %" PRIu64 " rounds\n", grew, rounds);
-    CHECK(grew <= 64 * 1024);
+    CHECK(grew <= 256 * 1024);
 #else
     (void)before;
 #endif
