@@ -203,7 +203,8 @@ where
 pub enum Yield {
     /// It ran a pending task.
     Executed,
-    /// There was no pending task to run.
+    /// There was no pending task to run, or none this worker could take: a task submitted
+    /// from outside that another worker took first is not waited for.
     Idle,
 }
 

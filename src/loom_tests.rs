@@ -38,8 +38,17 @@ fn counter() -> Arc<AtomicUsize> {
 /// Runs a model under loom (preemption bound from `LOOM_MAX_PREEMPTIONS`, default 2) and
 /// prints how many executions it explored.
 fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(name, None, f)
+}
+
+/// `model` with a preemption bound of its own, whatever `LOOM_MAX_PREEMPTIONS` says: for a
+/// model whose bug needs fewer preemptions than its size would let bound 2 explore in time.
+fn model_bounded(name: &str, bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     use std::sync::atomic::{AtomicUsize as StdAtomic, Ordering as StdOrdering};
     let mut builder = loom::model::Builder::new();
+    if bound.is_some() {
+        builder.preemption_bound = bound;
+    }
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(2);
     }
@@ -849,10 +858,31 @@ fn loom_ring_grows_under_a_racing_worker() {
     });
 }
 
+/// Two workers race for the head of one submitter ring whose first task blocks until the
+/// second has run: the winner blocks, so only the loser can run the second. A loser gives up
+/// its look (`OnLost::GiveUp`) instead of trying the next position; this model checks that it
+/// still finds the second task, through its search or its park re-check, and does not sleep
+/// beside it (a deadlock of `wait`). Preemption bound 1, which reaches the lost race (one
+/// preemption between the loser's look and its CAS): at bound 2 the model ran past 15
+/// minutes.
+#[test]
+fn loom_ring_race_loser_runs_the_next_job() {
+    model_bounded("loom_ring_race_loser_runs_the_next_job", Some(1), || {
+        let pool = ring_pool(2);
+        let done = Signal::new();
+        let d = done.clone();
+        pool.submit(move || done.wait()).unwrap();
+        pool.submit(move || d.signal()).unwrap();
+        pool.wait().unwrap();
+        pool.shutdown().unwrap();
+    });
+}
+
 /// A ring by itself (`SharedQueue`): one producer pushes three jobs (the third grows the
-/// ring) while two consumers take what they find; the rest is drained after. Each job runs
-/// exactly once, each consumer takes its jobs oldest first, and loom's `UnsafeCell` on the
-/// slots reports any unsynchronised access to a job.
+/// ring) while two consumers take what they find, one as `purge` does (`steal`: a lost race
+/// for the head is retried), one as a worker (`steal_noting`: it gives up); the rest is
+/// drained after. Each job runs exactly once, each consumer takes its jobs oldest first, and
+/// loom's `UnsafeCell` on the slots reports any unsynchronised access to a job.
 #[test]
 fn loom_ring_two_takers_across_growth() {
     use crate::job::{Job, Outcome};
@@ -860,11 +890,16 @@ fn loom_ring_two_takers_across_growth() {
     model("loom_ring_two_takers_across_growth", || {
         let queue = Arc::new(SharedQueue::new(crate::submitq::RINGS));
         let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..3).map(|_| AtomicUsize::new(0)).collect());
-        let take = |queue: Arc<SharedQueue>, start: usize| {
+        let take = |queue: Arc<SharedQueue>, start: usize, worker: bool| {
             loom::thread::spawn(move || {
                 let mut took = Vec::new();
                 for k in 0..2 {
-                    if let Some(job) = queue.steal(start + k) {
+                    let job = if worker {
+                        queue.steal_noting(start + k).map(|(job, _)| job)
+                    } else {
+                        queue.steal(start + k)
+                    };
+                    if let Some(job) = job {
                         took.push(job.queued_at_ns());
                         job.run();
                     }
@@ -872,8 +907,8 @@ fn loom_ring_two_takers_across_growth() {
                 took
             })
         };
-        let a = take(queue.clone(), 0);
-        let b = take(queue.clone(), 1);
+        let a = take(queue.clone(), 0, false);
+        let b = take(queue.clone(), 1, true);
         for i in 0..3 {
             let runs = runs.clone();
             let mut job = Job::new(

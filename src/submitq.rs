@@ -163,16 +163,27 @@ impl SharedQueue {
 
     /// The oldest job of one of the lane's sources: the rings and the injector, looked at
     /// from a place `start` picks (workers pass a counter of theirs, so that no source waits
-    /// behind another that is always refilled). The injector's `Retry` is retried here.
+    /// behind another that is always refilled). The injector's `Retry` is retried here, and
+    /// so is a ring's head that another consumer took first: `None` means every source was
+    /// seen empty (for `purge`, the lane reserve and the tests).
     #[inline]
     pub(crate) fn steal(&self, start: usize) -> Option<Job> {
-        self.steal_noting(start).map(|(job, _)| job)
+        self.steal_from(start, OnLost::Retry).map(|(job, _)| job)
     }
 
-    /// `steal`, saying where the job came from: the index of a ring (for `steal_ring`), or
-    /// `INJECTOR`.
+    /// A worker's `steal`, saying where the job came from: the index of a ring (for
+    /// `steal_ring`), or `INJECTOR`. A ring whose head another consumer took between our
+    /// look and our CAS is passed over rather than tried again (`OnLost::GiveUp`), so `None`
+    /// may leave jobs in a ring that others are taking from; the worker's search loop comes
+    /// back, and its park re-check reads the queues without taking (sleep/README.md,
+    /// "Submitter rings").
     #[inline]
     pub(crate) fn steal_noting(&self, start: usize) -> Option<(Job, usize)> {
+        self.steal_from(start, OnLost::GiveUp)
+    }
+
+    #[inline]
+    fn steal_from(&self, start: usize, on_lost: OnLost) -> Option<(Job, usize)> {
         let n = self.used();
         // Sources 0..n are rings, n the injector. `start` scaled to 0..=n without a
         // division (Lemire's multiply-shift, on a hash of the counter).
@@ -185,7 +196,7 @@ impl SharedQueue {
                 }
                 i = 0;
             } else {
-                if let Some(job) = self.submitters[i].steal() {
+                if let Some(job) = self.submitters[i].steal(on_lost) {
                     return Some((job, i));
                 }
                 i += 1;
@@ -195,10 +206,11 @@ impl SharedQueue {
     }
 
     /// The oldest job of ring `i` alone (a worker that took its last job there looks there
-    /// first: `WorkerThread::take_held_ring`).
+    /// first: `WorkerThread::take_held_ring`); a lost race for the head gives up, as in
+    /// `steal_noting`.
     #[inline]
     pub(crate) fn steal_ring(&self, i: usize) -> Option<Job> {
-        self.submitters[i].steal()
+        self.submitters[i].steal(OnLost::GiveUp)
     }
 
     fn steal_injector(&self) -> Option<Job> {
@@ -396,16 +408,19 @@ impl SubmitterQueue {
         full.next.store(grown, Ordering::Release);
     }
 
-    /// The oldest job, moving `front` past rings drained for good.
+    /// The oldest job, moving `front` past rings drained for good. `None` after a lost race
+    /// (`OnLost::GiveUp`) leaves the front where it is: the ring was not seen empty.
     #[inline]
-    fn steal(&self) -> Option<Job> {
+    fn steal(&self, on_lost: OnLost) -> Option<Job> {
         // Acquire: pairs with `prepare`'s Release and with the advance below.
         let mut ring = self.front.load(Ordering::Acquire);
         while !ring.is_null() {
             // SAFETY: rings live as long as the queue.
             let r = unsafe { &*ring };
-            if let Some(job) = r.pop() {
-                return Some(job);
+            match r.take(on_lost) {
+                Take::Job(job) => return Some(job),
+                Take::Lost => return None,
+                Take::Empty => {}
             }
             // Acquire: pairs with `push_grown`'s Release.
             let next = r.next.load(Ordering::Acquire);
@@ -413,8 +428,10 @@ impl SubmitterQueue {
                 return None;
             }
             // Jobs pushed onto `r` before `next` was stored are visible now: once more.
-            if let Some(job) = r.pop() {
-                return Some(job);
+            match r.take(on_lost) {
+                Take::Job(job) => return Some(job),
+                Take::Lost => return None,
+                Take::Empty => {}
             }
             // `r` stays empty: move the front on (whoever does it first), and look there.
             // AcqRel: a consumer that loads the new front sees the ring as we did.
@@ -492,6 +509,24 @@ struct Ring {
     slots: Box<[Slot]>,
 }
 
+/// What `Ring::take` found at the head.
+enum Take {
+    Job(Job),
+    /// No job published there.
+    Empty,
+    /// Another consumer took the job we were about to take (`OnLost::GiveUp` only).
+    Lost,
+}
+
+/// What a consumer does when another takes the job it was about to take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnLost {
+    /// Look at the next position: `None` then means the ring was seen empty.
+    Retry,
+    /// Come back later (a worker's search).
+    GiveUp,
+}
+
 struct Slot {
     seq: AtomicUsize,
     job: UnsafeCell<MaybeUninit<Job>>,
@@ -545,9 +580,18 @@ impl Ring {
         Ok(())
     }
 
-    /// The oldest job, if one is published.
+    /// The oldest job, if one is published. When another consumer takes it between our look
+    /// and our CAS, `on_lost` says whether to try the next one or to give up (`Take::Lost`).
+    ///
+    /// Why workers give up: every take moves the head's cache line to the taker, and a CAS
+    /// that fails has moved it for nothing. Consumers that retry at once keep the line moving
+    /// between them, so the more of them there are the slower the ring drains: on a 16-CPU
+    /// guest, 2,000,000 queued trivial tasks drained at 26 ns a task with one worker, 174–178
+    /// with two and 279–297 with sixteen; giving up instead, 76–77 and 120–129 (`drain_probe
+    /// drain W`, docs/bench.md "Scaling run"). A loser goes back to its search loop: it looks
+    /// at the other sources, backs off, and only parks after a re-check that reads this ring.
     #[inline]
-    fn pop(&self) -> Option<Job> {
+    fn take(&self, on_lost: OnLost) -> Take {
         let mut pos = self.head.load(Ordering::Relaxed);
         loop {
             let slot = self.slot(pos);
@@ -556,8 +600,9 @@ impl Ring {
             match (seq.wrapping_sub(pos.wrapping_add(1)) as isize).signum() {
                 0 => {
                     // Relaxed: the CAS only makes the position ours; the job was made visible
-                    // by the Acquire load above.
-                    match self.head.compare_exchange_weak(
+                    // by the Acquire load above. Strong: a spurious failure (LL/SC targets)
+                    // would read as a lost race.
+                    match self.head.compare_exchange(
                         pos,
                         pos.wrapping_add(1),
                         Ordering::Relaxed,
@@ -571,13 +616,15 @@ impl Ring {
                             // next write of the slot (its Acquire load in `push`).
                             slot.seq
                                 .store(pos.wrapping_add(self.slots.len()), Ordering::Release);
-                            return Some(job);
+                            return Take::Job(job);
                         }
+                        // The head moved only by a take: another consumer has job `pos`.
+                        Err(_) if on_lost == OnLost::GiveUp => return Take::Lost,
                         Err(now) => pos = now,
                     }
                 }
                 // Not published yet: empty.
-                -1 => return None,
+                -1 => return Take::Empty,
                 // Our `pos` was stale (taken, or a later lap's): look again. The Release
                 // store we read happened after the head moved past `pos`, so this load sees
                 // it moved.
@@ -806,6 +853,8 @@ mod tests {
         assert_eq!(ran.load(O::Relaxed), threads * each);
     }
 
+    /// Three consumers race the producer: one retries a lost race for the head (`steal`, as
+    /// `purge` does), two give up (`steal_noting`, as workers do) and come back.
     #[test]
     fn consumers_racing_the_producer_take_each_job_once_and_in_order() {
         let q = SharedQueue::new(RINGS);
@@ -813,7 +862,7 @@ mod tests {
         let seen: Vec<Count> = (0..n).map(|_| Count::new(0)).collect();
         let done = Count::new(0);
         let order: Vec<Vec<usize>> = std::thread::scope(|s| {
-            let consumers: Vec<_> = (0..2)
+            let consumers: Vec<_> = (0..3)
                 .map(|c| {
                     let (q, done) = (&q, &done);
                     s.spawn(move || {
@@ -821,7 +870,12 @@ mod tests {
                         let mut probe = c;
                         while done.load(O::Acquire) < n {
                             probe += 1;
-                            if let Some(job) = q.steal(probe) {
+                            let job = if c == 0 {
+                                q.steal(probe)
+                            } else {
+                                q.steal_noting(probe).map(|(job, _)| job)
+                            };
+                            if let Some(job) = job {
                                 ran.push(job.queued_at_ns() as usize);
                                 job.run();
                             }
