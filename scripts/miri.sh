@@ -18,53 +18,78 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
 seeds="${MIRI_SEEDS:-1 2 3}"
 start=$(date +%s)
 cargo +nightly miri setup >/dev/null 2>&1
-# The real crossbeam deques: crossbeam-epoch needs permissive provenance (tagged pointers),
-# Tree Borrows (its intrusive list's container-of `element_of` breaks Stacked Borrows), and
-# leak checks off (its process-global collector keeps thread registrations and deferred bags
-# for the life of the process). crossbeam's own Miri runs make the same allowances. flock's
-# own code is checked strictly, with leak checks, in the passes below. Miri interprets on one
-# thread, so this pass (its own target directory) runs beside the others on a second core;
-# its result is collected at the end.
-echo "== miri (seed 1, real crossbeam deques: permissive provenance, Tree Borrows, epoch leaks ignored): in the background"
-crossbeam_log=$(mktemp)
-RUSTFLAGS="--cfg flock_miri_crossbeam" MIRIFLAGS="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks" \
-    CARGO_TARGET_DIR="$CARGO_TARGET_DIR/crossbeam" \
-    cargo +nightly miri test -p flock-pool --lib --test spawn --test scope_join --test panics --test stress \
-    >"$crossbeam_log" 2>&1 &
-crossbeam_pid=$!
-# Stop it if a pass below fails first.
-trap 'kill "$crossbeam_pid" 2>/dev/null || true' EXIT
-for seed in $seeds; do
-    echo "== miri (seed $seed): unit tests, spawn, scope/join, panics, shutdown, stress"
-    # -Zmiri-disable-isolation: the tests' watchdogs and sleeps read the real clock.
-    log=$(mktemp)
-    if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=$seed -Zmiri-disable-isolation" \
-        cargo +nightly miri test -p flock-pool --lib --test spawn --test scope_join --test panics --test stress \
-        >"$log" 2>&1; then
-        grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
-        echo "miri: FAILED (seed $seed)" >&2
-        exit 1
-    fi
-    grep -E "^test result" "$log"
-done
-# Resize, pause, batches, waiting workers and task groups (whose tasks carry their closure
-# and ticket in ManuallyDrop fields): one seed (they take minutes under Miri).
-echo "== miri (seed 1): resize, pause, batches, waiting workers, task groups"
+# Three kinds of pass:
+# - strict: flock's own code with strict provenance and leak checks, the unit tests and the
+#   small integration tests under each seed of $seeds (-Zmiri-disable-isolation: the tests'
+#   watchdogs and sleeps read the real clock);
+# - resize, pause, batches, waiting workers and task groups (whose tasks carry their closure
+#   and ticket in ManuallyDrop fields): strict, one seed (they take minutes under Miri);
+# - the real crossbeam deques: crossbeam-epoch needs permissive provenance (tagged pointers),
+#   Tree Borrows (its intrusive list's container-of `element_of` breaks Stacked Borrows), and
+#   leak checks off (its process-global collector keeps thread registrations and deferred bags
+#   for the life of the process). crossbeam's own Miri runs make the same allowances. Built
+#   with --cfg flock_miri_crossbeam, in a target directory of its own.
+# Miri interprets on one thread, so each test binary of each pass is one job, and the jobs run
+# side by side, as many at once as there are CPUs (scripts/jobs.sh), queued longest first by
+# the seconds they took in a CI run on the 2-vCPU AMD guest (noted beside each).
+strict="-Zmiri-strict-provenance -Zmiri-disable-isolation"
+crossbeam_dir="$CARGO_TARGET_DIR/crossbeam"
+crossbeam_env="CARGO_TARGET_DIR='$crossbeam_dir' RUSTFLAGS='--cfg flock_miri_crossbeam'"
+crossbeam_flags="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks"
+small=(--lib --test spawn --test scope_join --test panics --test stress)
+extra=(--test resize --test pause --test batch --test waiting --test group)
+echo "== miri: building the strict passes and the real-deque pass"
 log=$(mktemp)
-if ! MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-seed=1 -Zmiri-disable-isolation" \
-    cargo +nightly miri test -p flock-pool --test resize --test pause --test batch --test waiting \
-    --test group >"$log" 2>&1; then
-    grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$log" | head -40 >&2 || tail -40 "$log" >&2
-    echo "miri: FAILED (resize, pause, batches, waiting, groups)" >&2
+if ! cargo +nightly miri test -p flock-pool "${small[@]}" "${extra[@]}" --no-run >"$log" 2>&1 ||
+    ! CARGO_TARGET_DIR="$crossbeam_dir" RUSTFLAGS="--cfg flock_miri_crossbeam" cargo +nightly miri test -p flock-pool "${small[@]}" --no-run >>"$log" 2>&1; then
+    grep -E "^error" -A 10 "$log" | head -40 >&2 || tail -40 "$log" >&2
+    echo "miri: the build FAILED" >&2
     exit 1
 fi
-grep -E "^test result" "$log"
-echo "== miri (real crossbeam deques): waiting for the background pass"
-if ! wait "$crossbeam_pid"; then
-    grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$crossbeam_log" | head -40 >&2 || tail -40 "$crossbeam_log" >&2
-    echo "miri: FAILED (real deques)" >&2
+source scripts/jobs.sh
+jobs_init
+run() { echo "cargo +nightly miri test -p flock-pool $1"; }
+job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 337 s
+job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 301 s
+job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 250 s
+job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 130 s
+job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 129 s
+for seed in $seeds; do
+    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 110 s
+done
+job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 109 s
+for seed in $seeds; do
+    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 92 s
+done
+job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 68 s
+job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 42 s
+job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 35 s
+for seed in $seeds; do
+    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 30 s
+    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 30 s
+done
+job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 21 s
+for seed in $seeds; do
+    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 18 s
+done
+echo "== miri: ${#JOB_NAMES[@]} jobs (strict seeds [$seeds], resize/pause/batches/waiting/groups, real deques)"
+jobs_run | sed 's/^/miri /'
+failed=$(jobs_failed)
+for name in $failed; do
+    echo "-- $name:" >&2
+    grep -E "^error|Undefined Behavior|leaked|FAILED|panicked" "$JOBS_DIR/$name.log" | head -40 >&2 ||
+        tail -40 "$JOBS_DIR/$name.log" >&2
+done
+if [ -n "$failed" ]; then
+    echo "miri: FAILED ($(echo $failed))" >&2
     exit 1
 fi
-trap - EXIT
-grep -E "^test result" "$crossbeam_log"
-echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches/waiting/groups + 1 real-deque pass in $(( $(date +%s) - start ))s"
+# Each job ran its tests: one "test result: ok" line each (a filter that matched nothing
+# would still print one, with 0 passed, so the count of passed tests is printed too).
+passed=$(cat "$JOBS_DIR"/*.log | sed -nE 's/^test result: ok\. ([0-9]+) passed.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
+results=$(cat "$JOBS_DIR"/*.log | grep -c "^test result: ok" || true)
+if [ "$results" != "${#JOB_NAMES[@]}" ]; then
+    echo "miri: FAILED - $results test results from ${#JOB_NAMES[@]} jobs" >&2
+    exit 1
+fi
+echo "miri: 0 UB and 0 leaks reported over seeds [$seeds] + resize/pause/batches/waiting/groups + 1 real-deque pass ($passed tests in ${#JOB_NAMES[@]} jobs) in $(( $(date +%s) - start ))s"

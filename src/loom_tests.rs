@@ -61,14 +61,16 @@ fn model_bounded(name: &str, bound: Option<usize>, f: impl Fn() + Sync + Send + 
     }
     let executions = std::sync::Arc::new(StdAtomic::new(0));
     let count = executions.clone();
+    let started = std::time::Instant::now();
     builder.check(move || {
         count.fetch_add(1, StdOrdering::Relaxed);
         f();
     });
     println!(
-        "loom model {name}: {} executions explored (preemption bound {:?})",
+        "loom model {name}: {} executions explored (preemption bound {:?}) in {:.1}s",
         executions.load(StdOrdering::Relaxed),
-        builder.preemption_bound
+        builder.preemption_bound,
+        started.elapsed().as_secs_f64()
     );
 }
 
