@@ -1,10 +1,10 @@
 //! What bounds `cpu-1us` and the bulk workloads on two workers, measured apart from them.
 //!
-//! `drain_probe drain W`: a pool of `W` workers, paused, is given 2,000,000 trivial tasks
-//! from one outside thread (all in that thread's submitter ring), then resumed; prints the
-//! wall time per task of the drain (median of 9). One worker takes from the ring alone; two
-//! take turns on the ring's head, one CAS each per task, and the head's cache line moves
-//! between them on every take.
+//! `drain_probe drain W [US]`: a pool of `W` workers, paused, is given 2,000,000 trivial tasks
+//! (with `US` > 0: 200,000 that spin `US` µs each) from one outside thread (all in that
+//! thread's submitter ring), then resumed; prints the wall time per task of the drain (median
+//! of 9). One worker takes from the ring alone; two take turns on the ring's head, one CAS
+//! each per task, and the head's cache line moves between them on every take.
 //!
 //! `drain_probe spin`: `cpu-1us`'s 200,000 bodies of about 1 µs, first on one thread, then
 //! split over two plain threads with no pool: the efficiency two CPUs of this machine allow
@@ -15,6 +15,10 @@
 //!
 //! `drain_probe cpu KIND...`: `cpu-1us` on the bench's pools, with where the CPU time went
 //! (bodies, submitter, workers beyond the bodies) and the context switches.
+//!
+//! `drain_probe cpu-stats W [US...]`: `cpu-1us`'s loop on flock with `W` workers, with the
+//! pool's parks and wake-ups and the kernel's account of the submitting thread (CPU, time
+//! runnable but waiting for a CPU, voluntary and involuntary switches).
 //!
 //! `drain_probe one W` / `one-local W`: 1u-1Mt's loop on an unbounded pool of `W` workers,
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
@@ -75,15 +79,22 @@ fn unbounded(workers: usize) -> flock::Pool {
         .expect("pool")
 }
 
-fn drain(workers: usize) {
-    let n = 2_000_000;
+fn drain(workers: usize, us: u64) {
+    // Empty bodies: 2,000,000 tasks; bodies that spin `us` µs: 200,000 (cpu-1us's count).
+    let n = if us == 0 { 2_000_000 } else { CPU_TASKS };
+    if us > 0 {
+        common::spins_per_us();
+    }
     let pool = unbounded(workers);
     let per_task: Vec<f64> = (0..9)
         .map(|_| {
             pool.pause();
             for _ in 0..n {
-                pool.submit(|| HITS.with(|h| h.set(h.get() + 1)))
-                    .expect("submit");
+                pool.submit(move || {
+                    common::cpu_work(us);
+                    HITS.with(|h| h.set(h.get() + 1))
+                })
+                .expect("submit");
             }
             let t = Instant::now();
             pool.resume();
@@ -92,10 +103,11 @@ fn drain(workers: usize) {
         })
         .collect();
     println!(
-        "drain, {workers} worker(s): {:.1} ns a task (median of 9; min {:.1}, max {:.1})",
+        "drain, {workers} worker(s), {us} µs bodies: {:.1} ns a task (median of 9; min {:.1}, max {:.1}; the bodies alone, split evenly: {:.1})",
         median(per_task.clone()),
         per_task.iter().copied().fold(f64::MAX, f64::min),
         per_task.iter().copied().fold(0.0, f64::max),
+        us as f64 * 1e3 / workers as f64,
     );
 }
 
@@ -194,6 +206,72 @@ fn one(workers: usize, shared_body: bool) {
             w1.stolen - w0.stolen,
             w1.parks - w0.parks
         );
+    }
+}
+
+/// `drain_probe cpu-stats W [US...]`: `cpu-1us`'s loop (200,000 tasks from one outside
+/// thread, each spinning US µs and hitting the shared counter) on flock with the defaults and
+/// W workers (0: one per CPU), 5 runs per US (default: 1, then 0), with what the pool counted
+/// meanwhile (parks and wake-ups per 1,000 tasks) and what the kernel says of the submitting
+/// thread: its CPU, the time it was runnable but waited for a CPU (schedstat), and its
+/// voluntary (blocked) and involuntary (preempted) context switches. Says whether one outside
+/// thread bounds the run, and whether for lack of a CPU.
+fn cpu_stats(workers: usize, us: &[u64]) {
+    use common::peers::Flock;
+    use common::workloads::cpu_tasks;
+    // (CPU ns, runnable-but-waiting ns, voluntary, involuntary switches) of this thread.
+    fn me() -> (u64, u64, u64, u64) {
+        let sched = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let mut f = sched
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        let (cpu, wait) = (f.next().unwrap_or(0), f.next().unwrap_or(0));
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or(0)
+        };
+        (
+            cpu,
+            wait,
+            field("voluntary_ctxt_switches"),
+            field("nonvoluntary_ctxt_switches"),
+        )
+    }
+    common::spins_per_us();
+    let flock = if workers == 0 {
+        Flock::new()
+    } else {
+        Flock::with_workers(workers)
+    };
+    let workers = flock.pool.stats().workers;
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for &us in us {
+        let seq = cpu_tasks_sequential(CPU_TASKS, us).as_secs_f64();
+        for _ in 0..5 {
+            let s0 = flock.pool.stats();
+            let m0 = me();
+            let wall = cpu_tasks(&flock, CPU_TASKS, us);
+            let m1 = me();
+            let s1 = flock.pool.stats();
+            let k = CPU_TASKS as f64 / 1000.0;
+            println!(
+                "{workers} workers on {cpus} CPUs, {us} µs bodies: {:.1} ns a task ({:.2} M/s, {:.0}% of the {workers}-worker ideal); submitter: CPU {:.1} ms, waited for a CPU {:.1} ms, of {:.1} ms wall, switches {} voluntary {} involuntary; per 1,000 tasks: {:.1} parks, {:.1} wake-ups",
+                wall.as_secs_f64() * 1e9 / CPU_TASKS as f64,
+                CPU_TASKS as f64 / wall.as_secs_f64() / 1e6,
+                seq / workers as f64 / wall.as_secs_f64() * 100.0,
+                (m1.0 - m0.0) as f64 / 1e6,
+                (m1.1 - m0.1) as f64 / 1e6,
+                wall.as_secs_f64() * 1e3,
+                m1.2 - m0.2,
+                m1.3 - m0.3,
+                (s1.parks - s0.parks) as f64 / k,
+                (s1.wakeups - s0.wakeups) as f64 / k,
+            );
+        }
     }
 }
 
@@ -590,10 +668,18 @@ fn clock() {
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
-        Some("drain") => drain(args.next().map_or(2, |w| w.parse().expect("workers"))),
+        Some("drain") => drain(
+            args.next().map_or(2, |w| w.parse().expect("workers")),
+            args.next().map_or(0, |u| u.parse().expect("µs")),
+        ),
         Some("spin") => spin(),
         Some("ideal") => ideal(),
         Some("cpu") => cpu(&args.collect::<Vec<_>>()),
+        Some("cpu-stats") => {
+            let w = args.next().map_or(0, |w| w.parse().expect("workers"));
+            let us: Vec<u64> = args.map(|u| u.parse().expect("µs")).collect();
+            cpu_stats(w, if us.is_empty() { &[1, 0] } else { &us })
+        }
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
         Some("bystander") => bystander(args.next().map_or(200, |u| u.parse().expect("µs"))),
         Some("steals") => steals(
@@ -631,6 +717,6 @@ fn main() {
         ),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W | spin | one W | one-local W | cpu KIND... | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock | many KIND [RUNS]"),
+        _ => eprintln!("usage: drain_probe drain W [US] | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock | many KIND [RUNS]"),
     }
 }

@@ -49,6 +49,18 @@ impl Flock {
         Flock::with(flock::Pool::builder().track_latency(true), "flock-latency")
     }
 
+    /// The default configuration with `workers` workers (probes of the scaling runs).
+    pub fn with_workers(workers: usize) -> Self {
+        let pool = flock::Pool::builder()
+            .workers(workers)
+            .build()
+            .expect("flock pool");
+        Flock {
+            pool,
+            name: "flock",
+        }
+    }
+
     fn with(builder: flock::PoolBuilder, name: &'static str) -> Self {
         let pool = builder
             .workers(super::workers())
