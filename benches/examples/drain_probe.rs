@@ -48,6 +48,9 @@
 //! `drain_probe many KIND RUNS`: `100u-10Kt` on one pool of `KIND` (`flock`,
 //! `flock-unbounded`, `channel`) `RUNS` times, the median rate; to run under `perf record`.
 //!
+//! `drain_probe qsort ROUNDS W`: `qsort` on `W` workers, interleaved: flock, flock with
+//! `membarrier(false)`, rayon; medians, and flock's parks and steals a run.
+//!
 //! `drain_probe clock`: what one reading of the time-stamp counter costs on this CPU alone
 //! and right after a locked read-modify-write (as a worker's reading at a task's end follows
 //! the task's atomics), against the locked instruction alone (x86-64 only; median of 5).
@@ -459,6 +462,62 @@ fn fib(rounds: usize, w: usize, fenced: bool) {
     );
 }
 
+/// `drain_probe qsort ROUNDS W`: `qsort` on `W` workers in interleaved rounds: flock as
+/// the report builds it, flock with `membarrier(false)` (its parks interrupt no running
+/// thread), rayon; each run's wall time, and flock's parks and steals a run; the medians.
+fn qsort(rounds: usize, w: usize) {
+    use common::workloads::{qsort_input, time_qsort_flock, time_qsort_rayon, QSORT_LEN};
+    let input = qsort_input(QSORT_LEN);
+    let pools: Vec<flock::Pool> = [true, false]
+        .map(|m| {
+            flock::Pool::builder()
+                .workers(w)
+                .membarrier(m)
+                .build()
+                .expect("flock")
+        })
+        .into();
+    let rayon = rayon::ThreadPoolBuilder::new()
+        .num_threads(w)
+        .build()
+        .expect("rayon");
+    let mut times = vec![Vec::new(); 3];
+    let (mut parks, mut stolen) = ([0u64; 2], [0u64; 2]);
+    for _ in 0..rounds {
+        for (i, pool) in pools.iter().enumerate() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let s0 = pool.stats();
+            times[i].push(time_qsort_flock(pool, &input).as_secs_f64() * 1e3);
+            let s1 = pool.stats();
+            parks[i] += s1.parks - s0.parks;
+            stolen[i] += s1.stolen - s0.stolen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        times[2].push(time_qsort_rayon(&rayon, &input).as_secs_f64() * 1e3);
+    }
+    let r = rounds as f64;
+    for (i, name) in ["flock", "flock membarrier(false)", "rayon"]
+        .iter()
+        .enumerate()
+    {
+        let extra = if i < 2 {
+            format!(
+                "; {:.0} parks, {:.0} steals a run",
+                parks[i] as f64 / r,
+                stolen[i] as f64 / r
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "qsort, {w} workers, {name}: median {:.2} ms (min {:.2}, max {:.2}){extra}",
+            median(times[i].clone()),
+            times[i].iter().copied().fold(f64::MAX, f64::min),
+            times[i].iter().copied().fold(0.0, f64::max),
+        );
+    }
+}
+
 /// The bystander's count rate while `kind` (`none`, `flock`, `flock-nospin`, `flock-fenced`,
 /// `channel`) runs one empty task every `us` µs for 2 s; and flock's parks meanwhile.
 fn bystander_round(kind: &str, us: u64) -> (f64, u64, Option<u64>) {
@@ -711,12 +770,16 @@ fn main() {
             }
         }
         Some("clock") => clock(),
+        Some("qsort") => qsort(
+            args.next().map_or(15, |r| r.parse().expect("rounds")),
+            args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
+        ),
         Some("many") => many(
             &args.next().unwrap_or_else(|| "flock".into()),
             args.next().map_or(20, |r| r.parse().expect("runs")),
         ),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W [US] | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | clock | many KIND [RUNS]"),
+        _ => eprintln!("usage: drain_probe drain W [US] | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS]"),
     }
 }
