@@ -1,4 +1,5 @@
-//! What bounds `cpu-1us` and the bulk workloads on two workers, measured apart from them.
+//! What bounds `cpu-1us`, `qsort` and the bulk workloads (on two workers, and on the lent 16),
+//! measured apart from them.
 //!
 //! `drain_probe drain W [US]`: a pool of `W` workers, paused, is given 2,000,000 trivial tasks
 //! (with `US` > 0: 200,000 that spin `US` µs each) from one outside thread (all in that
