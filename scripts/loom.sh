@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Model-checks the sleep protocol, wait() and shutdown with loom, then proves the models bite:
-# built with --cfg flock_canary (the park path's re-check removed) the same suite must fail,
-# and built with --cfg flock_canary_push (no fence after a local push) the models of a task
-# that blocks after pushing locally (onto its task deque, and onto its join deque) must fail,
-# and built with --cfg flock_canary_credit (a worker never gives back the units of a scope's
-# count it keeps) the scope model must fail, and built with --cfg flock_canary_ring (the
-# re-check does not follow a submitter ring to the ring it grew into) the ring model must fail,
-# and built with --cfg flock_canary_room (releases wake blocked submitters one below the
-# low-water mark) the backpressure model must fail, and built with --cfg flock_canary_undo (a
-# failed reservation's undo that crosses the mark wakes nobody) the model of that undo must fail.
+# one loom build runs every model, then the canaries, each the same binary with one step of
+# the protocol removed through FLOCK_LOOM_CANARY (src/sync.rs, `Canary`), whose models must
+# then fail: without the park path's re-check (recheck), the fence after a local push (push:
+# the models of a task that blocks after pushing onto its task deque and onto its join deque),
+# the re-check's walk to a submitter ring's successor (ring), a worker giving back the units
+# of a scope's count it keeps (credit), releases waking blocked submitters at the low-water
+# mark rather than one below it (room), and the wake of a failed reservation's undo that
+# crosses the mark (undo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -61,60 +60,70 @@ for m in "${longest[@]}" "${all[@]}"; do
     queued+="$m "
     job "$m" "\"$bin\" --exact loom_tests::$m --test-threads=1 --nocapture"
 done
+# The canaries, in the same queue after the models: the same binary, with one step of the
+# protocol removed by FLOCK_LOOM_CANARY (src/sync.rs, `Canary`); each named model must then
+# fail, by a deadlock or a panic. canary TAG MODEL [PREEMPTIONS]
+canaries=()
+canary() {
+    local name="canary-$1-$2"
+    canaries+=("$name")
+    job "$name" "FLOCK_LOOM_CANARY=$1 LOOM_MAX_PREEMPTIONS=${3:-$LOOM_MAX_PREEMPTIONS} \"$bin\" --exact loom_tests::$2 --test-threads=1 --nocapture"
+}
+# Without the re-check before parking, a worker sleeps through a submit.
+canary recheck loom_one_worker_one_submitter 1
+# Without the local push's fence, a task blocking on what it pushed hangs.
+canary push loom_push_locally_then_block
+canary push loom_join_half_stolen_while_the_first_blocks
+# A re-check that misses a submitter's grown ring hangs its model.
+canary ring loom_ring_grows_under_a_racing_worker
+# A worker that never gives back a scope's units it keeps hangs the scope.
+canary credit loom_scope_units_kept_by_workers_are_given_back 1
+# A release that wakes blocked submitters one below the low-water mark hangs them.
+canary room loom_block_wakes_at_the_low_water_mark
+# An undo that crosses the low-water mark without waking hangs the blocked submitter.
+canary undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
+echo "== loom: $(wc -w <<<"$queued") models, then ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
 jobs_run | sed 's/^/loom /' >"$log"
-failed=$(jobs_failed)
-if [ -n "$failed" ]; then
+failed=" $(jobs_failed | tr '\n' ' ') "
+bad=0
+for m in $queued; do
+    case "$failed" in *" $m "*) ;; *) continue ;; esac
+    echo "-- $m:" >&2
+    grep -E "loom model|^test |panicked|deadlock|^error" "$JOBS_DIR/$m.log" >&2 || tail -30 "$JOBS_DIR/$m.log" >&2
+    bad=1
+done
+for c in "${canaries[@]}"; do
+    case "$failed" in
+    *" $c "*)
+        # It failed: by the model (a deadlock or a panic), not by a bad canary name.
+        if grep -q "no such canary" "$JOBS_DIR/$c.log" || ! grep -qE "deadlock|panicked" "$JOBS_DIR/$c.log"; then
+            echo "loom $c: failed for another reason:" >&2
+            tail -20 "$JOBS_DIR/$c.log" >&2
+            bad=1
+        fi
+        ;;
+    *)
+        echo "loom $c: FAILED - the model passed with the step removed" >&2
+        tail -5 "$JOBS_DIR/$c.log" >&2
+        bad=1
+        ;;
+    esac
+done
+if [ "$bad" != 0 ]; then
     cat "$log"
-    for m in $failed; do
-        echo "-- $m:" >&2
-        grep -E "loom model|^test |panicked|deadlock|^error" "$JOBS_DIR/$m.log" >&2 || tail -30 "$JOBS_DIR/$m.log" >&2
-    done
     echo "loom: FAILED" >&2
     exit 1
 fi
 # Every model ran, each exactly once: one "loom model NAME:" line per listed model (a model
 # filtered out by a typo would run zero tests and still exit 0). With --nocapture the line may
 # follow the test's own "test NAME ... " on one line, so no anchor.
-ran=$(cat "$JOBS_DIR"/*.log | grep -oE "loom model [A-Za-z0-9_]+:" | sort -u | wc -l)
+ran=$(cat "$JOBS_DIR"/loom_*.log | grep -oE "loom model [A-Za-z0-9_]+:" | sort -u | wc -l)
 if [ "$ran" != "${#all[@]}" ]; then
     echo "loom: FAILED - $ran models ran of ${#all[@]}" >&2
     exit 1
 fi
-cat "$JOBS_DIR"/*.log | grep -oE "loom model .*"
-echo "loom: $ran models passed in $(( $(date +%s) - start ))s"
-
-# canary TAG CFG MODEL [PREEMPTIONS]: built with --cfg CFG, MODEL must fail (hang or panic).
-canary() {
-    local tag=$1 cfg=$2 model=$3 bound=${4:-$LOOM_MAX_PREEMPTIONS}
-    if RUSTFLAGS="--cfg flock_loom --cfg $cfg" LOOM_MAX_PREEMPTIONS=$bound \
-        cargo test --release -p flock-pool --lib "$model" -- --test-threads=1 --nocapture >"$log" 2>&1; then
-        echo "loom canary ($tag): FAILED - the broken build passed $model" >&2
-        tail -20 "$log" >&2
-        exit 1
-    fi
-    if ! grep -m1 -E "deadlock|panicked" "$log" | sed "s/^/loom canary ($tag): $model caught it: /"; then
-        echo "loom canary ($tag): the build failed for another reason" >&2
-        tail -20 "$log" >&2
-        exit 1
-    fi
-}
-
-echo "== loom canary: without the re-check before parking, the models must fail"
-canary re-check flock_canary loom_one_worker_one_submitter 1
-
-echo "== loom canary: without the local push's fence, a task blocking on what it pushed must hang"
-for model in loom_push_locally_then_block loom_join_half_stolen_while_the_first_blocks; do
-    canary push flock_canary_push "$model"
+cat "$JOBS_DIR"/loom_*.log | grep -oE "loom model .*"
+for c in "${canaries[@]}"; do
+    echo "loom $c: caught in $(cat "$JOBS_DIR/$c.secs")s: $(grep -m1 -A1 "panicked at" "$JOBS_DIR/$c.log" | tail -1)"
 done
-
-echo "== loom canary: a re-check that misses a submitter's grown ring must hang its model"
-canary ring flock_canary_ring loom_ring_grows_under_a_racing_worker
-
-echo "== loom canary: a worker that never gives back a scope's units it keeps must hang the scope"
-canary credit flock_canary_credit loom_scope_units_kept_by_workers_are_given_back 1
-
-echo "== loom canary: a release that wakes blocked submitters one below the low-water mark must hang them"
-canary room flock_canary_room loom_block_wakes_at_the_low_water_mark
-
-echo "== loom canary: an undo that crosses the low-water mark without waking must hang the blocked submitter"
-canary undo flock_canary_undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
+echo "loom: $ran models passed and ${#canaries[@]} canaries were caught in $(( $(date +%s) - start ))s"

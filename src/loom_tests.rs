@@ -7,8 +7,10 @@
 //! RUSTFLAGS="--cfg flock_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --lib loom
 //! ```
 //!
-//! Built with `--cfg flock_canary` as well, the park path skips its re-check of the queues;
-//! `scripts/loom.sh` checks that the suite then fails, so the models are known to bite.
+//! With `FLOCK_LOOM_CANARY=NAME` in its environment, the same binary removes one step of the
+//! protocol (`sync::Canary`; `recheck`, for one, makes the park path skip its re-check of the
+//! queues), and `scripts/loom.sh` checks that the models of that step then fail, so the
+//! models are known to bite.
 
 use crate::sync::Arc;
 use crate::{Pool, RejectReason};
@@ -457,7 +459,7 @@ impl Signal {
 
 /// A task pushes B onto its own deque, then blocks until B has run: only the other worker,
 /// asleep or falling asleep, can run it. The push's light barrier against the parking
-/// worker's F2 is what makes its re-check see B; built with `--cfg flock_canary_push` (no
+/// worker's F2 is what makes its re-check see B; under the `push` canary (no
 /// fence after the local push, and no membarrier under loom) this model must fail
 /// (scripts/loom.sh).
 #[test]
@@ -509,7 +511,7 @@ fn loom_batch_iterator_blocks_on_a_task_it_yielded() {
 /// `loom_push_locally_then_block` through the join deque: `join`'s first half blocks until
 /// the second has run, so only the other worker, stealing it from the join deque, can run it.
 /// Its re-check must read the join deques, and the push's light barrier must order the push
-/// before the `sleeping` load; built with `--cfg flock_canary_push` this model must fail too
+/// before the `sleeping` load; under the `push` canary this model must fail too
 /// (scripts/loom.sh).
 #[test]
 fn loom_join_half_stolen_while_the_first_blocks() {
@@ -530,8 +532,8 @@ fn loom_join_half_stolen_while_the_first_blocks() {
 /// A scope whose tasks end on workers that keep their units of its count (`scope::Credit`):
 /// the owner, outside the pool, waits while two workers run its tasks (the second spawned
 /// on a worker, onto its join deque, and perhaps stolen). It returns only if each worker
-/// gives its kept units back once it runs out of work. Built with `--cfg
-/// flock_canary_credit` (units never given back) it deadlocks, which `scripts/loom.sh`
+/// gives its kept units back once it runs out of work. Under the
+/// `credit` canary (units never given back) it deadlocks, which `scripts/loom.sh`
 /// requires.
 #[test]
 fn loom_scope_units_kept_by_workers_are_given_back() {
@@ -750,7 +752,7 @@ fn loom_submit_async_racing_the_release_of_room() {
 /// only worker: the third may find both units taken, block, and rely on the worker's release
 /// that crosses the mark (its RMW on `pending` against the submitter's `blocked` increment and
 /// re-check). A missed crossing leaves the submitter asleep with the worker parked, which loom
-/// reports as a deadlock (the canary `flock_canary_room` moves the mark by one and must).
+/// reports as a deadlock (the canary `room` moves the mark by one and must).
 #[test]
 fn loom_block_wakes_at_the_low_water_mark() {
     model("loom_block_wakes_at_the_low_water_mark", || {
@@ -767,7 +769,7 @@ fn loom_block_wakes_at_the_low_water_mark() {
 /// the spawn must wake the blocked submitter in their stead (`Reserved::Crossed`), then run
 /// its task through the queue or on its caller. Missing that wake leaves the main thread
 /// asleep with `pending` at 0 and the worker parked, which loom reports as a deadlock (the
-/// canary `flock_canary_undo` drops the wake and must).
+/// canary `undo` drops the wake and must).
 #[test]
 fn loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter() {
     model(

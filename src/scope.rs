@@ -4,7 +4,7 @@ use crate::job::{Job, JobRef, Outcome, COUNTED};
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::slab;
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{canary, Arc, AtomicUsize, Canary, Mutex, Ordering};
 use crate::unwind::{drop_payload, UntilPanic};
 use crate::worker::WorkerThread;
 use std::any::Any;
@@ -192,7 +192,7 @@ impl Credit {
     /// Gives every held unit back to its scope (the last one opens its latch).
     #[inline]
     pub(crate) fn settle(&self) {
-        if cfg!(flock_canary_credit) {
+        if canary(Canary::Credit) {
             return; // loom must then find a scope that never completes (scripts/loom.sh)
         }
         if self.units.get() != 0 {

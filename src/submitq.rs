@@ -22,7 +22,9 @@
 use crate::deque::{Injector, Steal};
 use crate::job::Job;
 use crate::metrics::counters::{Shard, Stat};
-use crate::sync::{facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{
+    canary, facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Canary, Ordering, UnsafeCell,
+};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
@@ -462,7 +464,7 @@ impl SubmitterQueue {
             ring = r.next.load(Ordering::Acquire);
             // The canary of scripts/loom.sh: a re-check that misses a grown ring must hang
             // `loom_ring_grows_under_a_racing_worker`.
-            if cfg!(flock_canary_ring) {
+            if canary(Canary::Ring) {
                 break;
             }
         }

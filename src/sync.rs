@@ -253,3 +253,55 @@ impl Condvar {
         self.inner.notify_all();
     }
 }
+
+/// A step of a protocol that `scripts/loom.sh` removes, one at a time, to prove that the loom
+/// model of that step fails without it (a model that cannot fail checks nothing). Only a loom
+/// build can remove one, and only when the process's `FLOCK_LOOM_CANARY` names it, so one
+/// loom binary runs the models and all the canaries; in every other build
+/// [`canary`] is the constant `false` and the step is always there.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Canary {
+    /// `recheck`: the parking worker's (and the waiting worker's) re-check of the queues.
+    Recheck,
+    /// `push`: the fence after a push onto a worker's own deque.
+    Push,
+    /// `ring`: the re-check's walk from a submitter ring to the ring it grew into.
+    Ring,
+    /// `credit`: a worker giving back the units of a scope's count that it keeps.
+    Credit,
+    /// `room`: releases wake blocked submitters at the low-water mark, not one below it.
+    Room,
+    /// `undo`: a failed reservation's undo that crosses the low-water mark wakes.
+    Undo,
+}
+
+/// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
+/// it. Read once; a name that is no canary panics, so a typo cannot pass for a canary that
+/// the models failed to catch.
+#[cfg(flock_loom)]
+pub(crate) fn canary(which: Canary) -> bool {
+    // std's, not loom's: the switch is outside every model and must add no state to it.
+    static REMOVED: std::sync::OnceLock<Option<Canary>> = std::sync::OnceLock::new();
+    let removed = REMOVED.get_or_init(|| {
+        let name = std::env::var("FLOCK_LOOM_CANARY").ok()?;
+        Some(match name.as_str() {
+            "recheck" => Canary::Recheck,
+            "push" => Canary::Push,
+            "ring" => Canary::Ring,
+            "credit" => Canary::Credit,
+            "room" => Canary::Room,
+            "undo" => Canary::Undo,
+            _ => panic!(
+                "FLOCK_LOOM_CANARY={name}: no such canary (recheck, push, ring, credit, room, undo)"
+            ),
+        })
+    });
+    *removed == Some(which)
+}
+
+/// Outside loom no step is ever removed.
+#[cfg(not(flock_loom))]
+#[inline(always)]
+pub(crate) const fn canary(_which: Canary) -> bool {
+    false
+}

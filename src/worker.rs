@@ -18,7 +18,7 @@ use crate::metrics::counters::{Shard, Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry};
 use crate::scope::Credit;
 use crate::slab::Blocks;
-use crate::sync::{facade_thread_local, fence, Arc, Ordering};
+use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};
@@ -284,7 +284,7 @@ pub(crate) fn run(
         worker.run_what_the_stop_hook_left();
     }
     debug_assert!(
-        cfg!(flock_canary_credit) || worker.credit.is_empty(),
+        canary(Canary::Credit) || worker.credit.is_empty(),
         "flock: a worker left holding a scope's units"
     );
     worker.shard().set_state(WorkerState::Stopped);
@@ -636,13 +636,15 @@ impl WorkerThread {
         let control = reg.control();
         let kept = self.kept_set.get();
         let retire = self.retires(control);
-        // The re-check of step 3. `--cfg flock_canary` removes it to prove the loom models
+        // The re-check of step 3. The `recheck` canary removes it to prove the loom models
         // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to
         // start: `resume` wakes everyone. A job we keep from a pause is in no queue: a
         // resume whose `wake_all` came before our announcement is seen here, in `control`.
         if exit
             || retire
-            || (!cfg!(flock_canary) && !Registry::paused(control) && (kept || self.work_visible()))
+            || (!canary(Canary::Recheck)
+                && !Registry::paused(control)
+                && (kept || self.work_visible()))
         {
             if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.

@@ -8,7 +8,7 @@
 use super::{Registry, RUNNING};
 use crate::builder::Backpressure;
 use crate::metrics::counters::{Proto, Shard, Stat};
-use crate::sync::Ordering;
+use crate::sync::{canary, Canary, Ordering};
 use crate::RejectReason;
 use std::time::Instant;
 
@@ -142,20 +142,20 @@ impl Registry {
     fn undo_reservation(&self) -> Reserved {
         // SeqCst, as a release's RMW: this may be the crossing decrement, which must see the
         // `blocked` increment of a submitter whose re-check it follows in `pending`'s order.
-        // `--cfg flock_canary_undo` never wakes for the crossing, so that the loom model of
+        // The `undo` canary never wakes for the crossing, so that the loom model of
         // it must hang (scripts/loom.sh).
-        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() && !cfg!(flock_canary_undo) {
+        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() && !canary(Canary::Undo) {
             Reserved::Crossed
         } else {
             Reserved::Full
         }
     }
 
-    /// The low-water mark (`room_mark`); one lower in the canary build of scripts/loom.sh,
+    /// The low-water mark (`room_mark`); one lower under the `room` canary of scripts/loom.sh,
     /// which must then hang `loom_block_wakes_at_the_low_water_mark`.
     #[inline]
     fn mark(&self) -> usize {
-        self.room_mark - usize::from(cfg!(flock_canary_room))
+        self.room_mark - usize::from(canary(Canary::Room))
     }
 
     /// What a decrement of `pending` that crossed the low-water mark owes the blocked

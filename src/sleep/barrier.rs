@@ -13,7 +13,7 @@
 //! The choice is per pool: the heavy side of pool P only has to pair with the pushes onto
 //! P's own queues, which read P's mode.
 
-use crate::sync::{fence, Ordering};
+use crate::sync::{canary, fence, Canary, Ordering};
 #[cfg(all(test, not(flock_loom)))]
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{compiler_fence, AtomicU8};
@@ -43,8 +43,7 @@ impl Barrier {
     /// idempotent, and every pool's construction asks again, so a child after `fork`
     /// registers its new address space before its first pool starts.
     pub(crate) fn new(membarrier: bool) -> Barrier {
-        let heavy =
-            membarrier && !cfg!(any(flock_loom, miri, flock_canary_push)) && sys::register();
+        let heavy = membarrier && !cfg!(any(flock_loom, miri)) && sys::register();
         Barrier {
             mode: AtomicU8::new(if heavy { HEAVY } else { FENCED }),
             registered: heavy,
@@ -66,9 +65,9 @@ impl Barrier {
             // The membarrier of a parking worker stands in for a hardware fence here; only
             // the compiler must keep the push's store before the state's load.
             compiler_fence(Ordering::SeqCst);
-        } else if !cfg!(flock_canary_push) {
+        } else if !canary(Canary::Push) {
             // Pairs with F2 of a parking worker (README.md, "Why no wake-up is lost").
-            // `--cfg flock_canary_push` removes it so that the loom model of a task that
+            // The `push` canary removes it so that the loom model of a task that
             // blocks after a local push must fail (scripts/loom.sh).
             fence(Ordering::SeqCst);
         }

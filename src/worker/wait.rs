@@ -8,6 +8,7 @@ use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Latch;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::Registry;
+use crate::sync::{canary, Canary};
 use crossbeam_utils::Backoff;
 
 impl WorkerThread {
@@ -175,7 +176,7 @@ impl WorkerThread {
     /// The re-check of a waiting worker: like `work_visible`, but while paused only the
     /// workers' deques (and join deques) count (the shared queues wait for `resume`, which wakes everyone).
     fn waiting_work_visible(&self, paused: bool) -> bool {
-        if cfg!(flock_canary) {
+        if canary(Canary::Recheck) {
             return false;
         }
         if paused {
