@@ -52,37 +52,44 @@ fi
 source scripts/jobs.sh
 jobs_init
 queued=" "
-for m in "${longest[@]}" "${all[@]}"; do
-    case "$queued" in *" $m "*) continue ;; esac
-    # A name in `longest` that the binary no longer has would fail its job (0 tests run is
-    # caught below by the count), so only listed models are queued.
-    case " ${all[*]} " in *" $m "*) ;; *) continue ;; esac
-    queued+="$m "
-    job "$m" "\"$bin\" --exact loom_tests::$m --test-threads=1 --nocapture"
-done
-# The canaries, in the same queue after the models: the same binary, with one step of the
-# protocol removed by FLOCK_LOOM_CANARY (src/sync.rs, `Canary`); each named model must then
-# fail, by a deadlock or a panic. canary TAG MODEL [PREEMPTIONS]
+# queue_models NAME...: each listed model not queued yet, as its own job.
+queue_models() {
+    local m
+    for m in "$@"; do
+        case "$queued" in *" $m "*) continue ;; esac
+        # A name in `longest` that the binary no longer has would fail its job (0 tests run
+        # is caught below by the count), so only listed models are queued.
+        case " ${all[*]} " in *" $m "*) ;; *) continue ;; esac
+        queued+="$m "
+        job "$m" "\"$bin\" --exact loom_tests::$m --test-threads=1 --nocapture"
+    done
+}
+# The canaries: the same binary, with one step of the protocol removed by FLOCK_LOOM_CANARY
+# (src/sync.rs, `Canary`); each named model must then fail, by a deadlock or a panic. They
+# take 0.01 to 27 s each, so they go after the long models and before the short ones.
+# canary TAG MODEL [PREEMPTIONS]
 canaries=()
 canary() {
     local name="canary-$1-$2"
     canaries+=("$name")
     job "$name" "FLOCK_LOOM_CANARY=$1 LOOM_MAX_PREEMPTIONS=${3:-$LOOM_MAX_PREEMPTIONS} \"$bin\" --exact loom_tests::$2 --test-threads=1 --nocapture"
 }
+queue_models "${longest[@]}"
+# Without the local push's fence, a task blocking on what it pushed hangs.
+canary push loom_join_half_stolen_while_the_first_blocks
+canary push loom_push_locally_then_block
+# An undo that crosses the low-water mark without waking hangs the blocked submitter.
+canary undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
 # Without the re-check before parking, a worker sleeps through a submit.
 canary recheck loom_one_worker_one_submitter 1
-# Without the local push's fence, a task blocking on what it pushed hangs.
-canary push loom_push_locally_then_block
-canary push loom_join_half_stolen_while_the_first_blocks
 # A re-check that misses a submitter's grown ring hangs its model.
 canary ring loom_ring_grows_under_a_racing_worker
 # A worker that never gives back a scope's units it keeps hangs the scope.
 canary credit loom_scope_units_kept_by_workers_are_given_back 1
 # A release that wakes blocked submitters one below the low-water mark hangs them.
 canary room loom_block_wakes_at_the_low_water_mark
-# An undo that crosses the low-water mark without waking hangs the blocked submitter.
-canary undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
-echo "== loom: $(wc -w <<<"$queued") models, then ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
+queue_models "${all[@]}"
+echo "== loom: $(wc -w <<<"$queued") models and ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
 jobs_run | sed 's/^/loom /' >"$log"
 failed=" $(jobs_failed | tr '\n' ' ') "
 bad=0
