@@ -54,28 +54,28 @@ fi
 source scripts/jobs.sh
 jobs_init
 run() { echo "cargo +nightly miri test -p flock-pool $1"; }
-job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 337 s
-job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 301 s
-job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 250 s
-job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 130 s
-job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 129 s
+# Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-26 (stop 34)
+# on the 2-vCPU AMD guest, 1,200 s of jobs in 603 s.
+job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 222 s
+job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 201 s
+job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 92 s
+job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 61 s
+job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 53 s
+job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 51 s
 for seed in $seeds; do
-    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 110 s
+    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 34-44 s
 done
-job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 109 s
+job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 36 s
+job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 32 s
+job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 31 s
 for seed in $seeds; do
-    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 92 s
+    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 23-27 s
+    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 24-27 s
 done
-job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 68 s
-job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 42 s
-job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 35 s
+job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 20 s
 for seed in $seeds; do
-    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 30 s
-    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 30 s
-done
-job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 21 s
-for seed in $seeds; do
-    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 18 s
+    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 17-28 s
+    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 15-18 s
 done
 echo "== miri: ${#JOB_NAMES[@]} jobs (strict seeds [$seeds], resize/pause/batches/waiting/groups, real deques)"
 jobs_run | sed 's/^/miri /'
