@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Model-checks the sleep protocol, wait() and shutdown with loom, then proves the models bite:
-# one loom build runs every model, then the canaries, each the same binary with one step of
+# one loom build runs every model and the canaries, each the same binary with one step of
 # the protocol removed through FLOCK_LOOM_CANARY (src/sync.rs, `Canary`), whose models must
 # then fail: without the park path's re-check (recheck), the fence after a local push (push:
 # the models of a task that blocks after pushing onto its task deque and onto its join deque),
@@ -66,7 +66,7 @@ queue_models() {
 }
 # The canaries: the same binary, with one step of the protocol removed by FLOCK_LOOM_CANARY
 # (src/sync.rs, `Canary`); each named model must then fail, by a deadlock or a panic. They
-# take 0.01 to 27 s each, so they go after the long models and before the short ones.
+# take 0 to 30 s each, so they go after the long models and before the short ones.
 # canary TAG MODEL [PREEMPTIONS]
 canaries=()
 canary() {
