@@ -16,9 +16,9 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
 # No backtraces for the tests' own, expected panics: Miri interprets the unwinder's walk and
-# symbolisation for each one, a quarter of the `panics` binary's time (94.6 s with
-# RUST_BACKTRACE=1, as in this project's shells, 70.5 s without). Miri's own reports of UB
-# keep their backtraces: they come from the interpreter, not from this variable.
+# symbolisation for each one. With RUST_BACKTRACE=1, as this project's shells export it, the
+# `panics` jobs took 87-204 s in CI; without, 15-31 s (the same 5 tests each). Miri's own
+# reports of UB keep their backtraces: they come from the interpreter, not from this variable.
 export RUST_BACKTRACE=0
 seeds="${MIRI_SEEDS:-1 2 3}"
 start=$(date +%s)
