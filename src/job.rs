@@ -156,6 +156,16 @@ impl Job {
         self.meta |= u64::from(flags);
     }
 
+    /// `add_flags`, then `stamp` if there is a queue time: what queuing adds to a job.
+    #[inline(always)]
+    pub(crate) fn tag(mut self, flags: u8, queued_at_ns: Option<u64>) -> Job {
+        self.add_flags(flags);
+        if let Some(t) = queued_at_ns {
+            self.stamp(t);
+        }
+        self
+    }
+
     /// Records when the job was queued (nanoseconds since the pool started; wraps after
     /// 2^56 ns, about 2.3 years, which only distorts one latency sample).
     pub(crate) fn stamp(&mut self, queued_at_ns: u64) {

@@ -194,7 +194,7 @@ impl Pool {
             match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
                 Ok(route) => {
                     let lane = reg.outside_lane(lane);
-                    Registry::dispatch(reg, shard, route, fire_and_forget(task), lane)
+                    Registry::dispatch_with(reg, shard, route, lane, || fire_and_forget(task))
                 }
                 Err(reason) => return Err(SubmitError::new(task, reason)),
             }

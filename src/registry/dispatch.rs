@@ -237,32 +237,53 @@ impl Registry {
         this: &Arc<Registry>,
         shard: &Shard,
         route: Route,
-        mut job: Job,
+        job: Job,
         lane: usize,
     ) {
+        Registry::dispatch_with(this, shard, route, lane, || job);
+    }
+
+    /// `dispatch` of the job `make` makes. `Pool::submit` makes its job here, so that on the
+    /// usual route it is made in its ring slot (`SharedQueue::push_submitted_with`).
+    #[inline(always)]
+    pub(crate) fn dispatch_with(
+        this: &Arc<Registry>,
+        shard: &Shard,
+        route: Route,
+        lane: usize,
+        make: impl FnOnce() -> Job,
+    ) {
         this.count_lane_submitted(shard, lane, 1);
-        if this.latency.is_some() {
-            job.stamp(this.now_ns());
-        }
+        let stamp = this.latency.as_ref().map(|_| this.now_ns());
         if let Route::Queue { reserved } = route {
             // Counted `Submitted` where it lands: on the submitter's ring (a plain store) or
             // on `shard`.
-            return this.enqueue(job, lane, reserved, Some(shard));
+            return this.enqueue(lane, reserved, stamp, Some(shard), make);
         }
         shard.stat_shared(Stat::Submitted, 1);
-        Registry::dispatch_counted(this, shard, route, job, lane);
+        Registry::dispatch_counted(this, shard, route, make().tag(0, stamp), lane);
     }
 
-    /// Queues an admitted job on `lane`'s shared queue and wakes for it; with `count`, it is
-    /// counted `Submitted` too (see `SharedQueue::push_submitted`).
-    #[inline]
-    fn enqueue(&self, mut job: Job, lane: usize, reserved: bool, count: Option<&Shard>) {
-        job.add_flags(if reserved {
+    /// Queues an admitted job, the one `make` makes (queued at `stamp`), on `lane`'s shared
+    /// queue and wakes for it; with `count`, it is counted `Submitted` too (see
+    /// `SharedQueue::push_submitted`).
+    #[inline(always)]
+    fn enqueue(
+        &self,
+        lane: usize,
+        reserved: bool,
+        stamp: Option<u64>,
+        count: Option<&Shard>,
+        make: impl FnOnce() -> Job,
+    ) {
+        let flags = if reserved {
             INJECTED | RESERVED
         } else {
             INJECTED
-        });
-        self.lanes[lane].shared.push_submitted(job, count);
+        };
+        self.lanes[lane]
+            .shared
+            .push_submitted_with(count, flags, stamp, make);
         if let Some(reserve) = &self.reserve {
             // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
             // reserve"), so a pool with one pays it on every push.
@@ -276,7 +297,7 @@ impl Registry {
 
     fn dispatch_counted(this: &Arc<Registry>, shard: &Shard, route: Route, job: Job, lane: usize) {
         match route {
-            Route::Queue { reserved } => this.enqueue(job, lane, reserved, None),
+            Route::Queue { reserved } => this.enqueue(lane, reserved, None, None, || job),
             Route::Caller => {
                 shard.stat_shared(Stat::CallerRuns, 1);
                 this.run_off_worker(shard, job, lane);
