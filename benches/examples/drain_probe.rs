@@ -7,6 +7,10 @@
 //! of 9). One worker takes from the ring alone; two take turns on the ring's head, one CAS
 //! each per task, and the head's cache line moves between them on every take.
 //!
+//! `drain_probe own`: `bulk-1Mt-own`'s per-task loop alone (tasks that share no line) on the
+//! default pool, 9 runs: what the pool's own submit and take cost, for paired runs of two
+//! builds.
+//!
 //! `drain_probe spin`: `cpu-1us`'s 200,000 bodies of about 1 µs, first on one thread, then
 //! split over two plain threads with no pool: the efficiency two CPUs of this machine allow
 //! (median of 5).
@@ -112,6 +116,25 @@ fn drain(workers: usize, us: u64) {
         per_task.iter().copied().fold(f64::MAX, f64::min),
         per_task.iter().copied().fold(0.0, f64::max),
         us as f64 * 1e3 / workers as f64,
+    );
+}
+
+/// `own`: `bulk-1Mt-own`'s per-task loop (1,000,000 submits of a one-word closure that bumps
+/// its worker's own counter: no line shared between tasks) on the default pool, 9 runs.
+fn own() {
+    let pool = flock::Pool::new();
+    let per_task: Vec<f64> = (0..9)
+        .map(|_| {
+            let n = 1_000_000;
+            common::workloads::bulk_own_each(&pool, n).as_secs_f64() * 1e9 / n as f64
+        })
+        .collect();
+    println!(
+        "own, {} workers: {:.1} ns a task (median of 9; min {:.1}, max {:.1})",
+        pool.workers(),
+        median(per_task.clone()),
+        per_task.iter().copied().fold(f64::MAX, f64::min),
+        per_task.iter().copied().fold(0.0, f64::max),
     );
 }
 
@@ -740,6 +763,7 @@ fn main() {
             let us: Vec<u64> = args.map(|u| u.parse().expect("µs")).collect();
             cpu_stats(w, if us.is_empty() { &[1, 0] } else { &us })
         }
+        Some("own") => own(),
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
         Some("bystander") => bystander(args.next().map_or(200, |u| u.parse().expect("µs"))),
         Some("steals") => steals(
@@ -781,6 +805,6 @@ fn main() {
         ),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W [US] | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS]"),
+        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS]"),
     }
 }
