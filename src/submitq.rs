@@ -410,12 +410,15 @@ impl SubmitterQueue {
         // rings live as long as the queue.
         let ring = unsafe { &*self.back.load(Ordering::Relaxed) };
         // SAFETY (all three): we are the owner, the ring's only writer (our caller's duty).
-        let (ring, pos) = match unsafe { ring.free_slot() } {
-            Some(pos) => (ring, pos),
-            // The new ring lives as long as the queue, and its first slot is free.
-            None => (unsafe { &*self.grow(ring) }, 0),
+        let (ring, pos, slot) = match unsafe { ring.free_slot() } {
+            Some((pos, slot)) => (ring, pos, slot),
+            None => {
+                // The new ring lives as long as the queue, and its first slot is free.
+                let grown = unsafe { &*self.grow(ring) };
+                (grown, 0, grown.slot(0))
+            }
         };
-        unsafe { ring.publish(pos, make) };
+        unsafe { ring.publish(pos, slot, make) };
     }
 
     /// `push` found `full` full: links a ring twice its size after it, for the push to go
@@ -587,27 +590,29 @@ impl Ring {
         unsafe { self.slots.get_unchecked(i) }
     }
 
-    /// The tail's position if its slot is free for the producer's next push, `None` if the
-    /// ring is full (the slot's job of the previous lap is not taken yet).
+    /// The tail's position and slot if the slot is free for the producer's next push, `None`
+    /// if the ring is full (the slot's job of the previous lap is not taken yet). The slot is
+    /// handed on to `publish`: found again after the Acquire load below, it cost its address
+    /// computation twice (the loads of `slots` cannot move above an Acquire load).
     ///
     /// # Safety
     /// Only the ring's producer (the owner of its queue) may push.
     #[inline(always)]
-    unsafe fn free_slot(&self) -> Option<usize> {
+    unsafe fn free_slot(&self) -> Option<(usize, &Slot)> {
         let pos = self.tail.load(Ordering::Relaxed);
+        let slot = self.slot(pos);
         // Acquire: pairs with the Release store by which the consumer of the previous lap
         // freed the slot, so its read of the old job happens before our write.
-        (self.slot(pos).seq.load(Ordering::Acquire) == pos).then_some(pos)
+        (slot.seq.load(Ordering::Acquire) == pos).then_some((pos, slot))
     }
 
-    /// Appends the job `make` makes, made in place, at `pos`, the tail, which `free_slot`
-    /// found free (or 0 on a new ring).
+    /// Appends the job `make` makes, made in place, at `pos`, the tail, whose `slot`
+    /// `free_slot` found free (or position 0 of a new ring).
     ///
     /// # Safety
-    /// Only the ring's producer may push, and only at a free tail.
+    /// Only the ring's producer may push, only at a free tail, and `slot` is `pos`'s.
     #[inline(always)]
-    unsafe fn publish(&self, pos: usize, make: impl FnOnce() -> Job) {
-        let slot = self.slot(pos);
+    unsafe fn publish(&self, pos: usize, slot: &Slot, make: impl FnOnce() -> Job) {
         // SAFETY: the slot is free for this lap (our caller's duty), and we are its only
         // writer; no consumer reads it before the store below.
         slot.job.with_mut(|p| unsafe { (*p).write(make()) });
