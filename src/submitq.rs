@@ -87,12 +87,6 @@ impl SharedQueue {
     /// sees its end sees its acceptance): on the ring, whose owner is its only writer (a
     /// plain store), or on `count`, the submitter's shard (a read-modify-write), if it goes
     /// to the injector.
-    ///
-    /// Inlined whole into the submit paths, and no slow path takes `job`: the job then goes
-    /// from its construction into its slot with no copy through the stack in between. The
-    /// copies there were (`perf annotate` of 1u-1Mt's submitter) a fifth of the submitting
-    /// thread's time, most of it two 16-byte loads of words just stored 8 bytes at a time,
-    /// which the CPU cannot forward from its store buffer.
     #[inline(always)]
     pub(crate) fn push_submitted(&self, job: Job, count: Option<&Shard>) {
         self.push_submitted_with(count, 0, None, || job);
@@ -101,6 +95,12 @@ impl SharedQueue {
     /// `push_submitted` of the job `make` makes, with `flags` added and queued at `stamp`
     /// (`Job::tag`): made in its slot, or in the slow path that takes it, never copied from
     /// one to the other.
+    ///
+    /// Inlined whole into the submit paths, and no slow path takes the job: it goes from its
+    /// construction into its slot with no copy through the stack in between. Such copies were
+    /// (`perf annotate` of 1u-1Mt's submitter) a fifth of the submitting thread's time, most
+    /// of it 16-byte loads of words just stored 8 bytes at a time, which the CPU cannot
+    /// forward from its store buffer. `Pool::submit` comes here through `dispatch_with`.
     #[inline(always)]
     pub(crate) fn push_submitted_with(
         &self,
