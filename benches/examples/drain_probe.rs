@@ -29,6 +29,13 @@
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
 //! one, and each thread's CPU time.
 //!
+//! `drain_probe one-ideal ROUNDS`: 1u-1Mt's body with no pool, against the pools. The outside
+//! thread clones the shared `Arc` per task and publishes it in its own slot; 1, then 2 plain
+//! threads take the slots by a static split (`workloads::one_submitter_no_pool`). What is
+//! left is what the body itself costs on this machine. In interleaved rounds with flock (the
+//! bench's default pool), the crossbeam-channel pool and rayon running 1u-1Mt itself; prints
+//! ns a task, medians over the rounds, and what `1u-1Mt`'s targets would need.
+//!
 //! `drain_probe fib ROUNDS W [fenced]`: `fib-join` with `W` workers (default: as the bench)
 //! in interleaved rounds (sequential, flock, rayon), each run's wall and process CPU time, and
 //! the CPU per join beyond the sequential run counted two ways: wall time × workers (the
@@ -429,6 +436,47 @@ fn ideal() {
     );
 }
 
+/// `drain_probe one-ideal ROUNDS`: see the module doc.
+fn one_ideal(rounds: usize) {
+    use common::peers::Kind;
+    use common::workloads::ONE_SUBMITTER_TASKS as N;
+    let pools: Vec<_> = [Kind::Flock, Kind::Channel, Kind::Rayon]
+        .iter()
+        .map(|k| k.make())
+        .collect();
+    let names = [
+        "no pool, 1 runner",
+        "no pool, 2 runners",
+        "flock",
+        "crossbeam-channel",
+        "rayon",
+    ];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for round in 0..rounds {
+        for runners in [1, 2] {
+            let took = common::workloads::one_submitter_no_pool(runners, N);
+            ns[runners - 1].push(took.as_secs_f64() * 1e9 / N as f64);
+        }
+        for (i, p) in pools.iter().enumerate() {
+            ns[2 + i].push(p.one_submitter(N).as_secs_f64() * 1e9 / N as f64);
+        }
+        let row: Vec<String> = ns.iter().map(|v| format!("{:.1}", v[round])).collect();
+        println!("round {round}: {}", row.join(", "));
+    }
+    let med: Vec<f64> = ns.iter().map(|v| median(v.clone())).collect();
+    for (name, m) in names.iter().zip(&med) {
+        println!("  {name:<20} {m:>6.1} ns a task (median of {rounds})");
+    }
+    let floor = med[0].min(med[1]);
+    println!(
+        "  1u-1Mt's targets need flock at ≤ {:.1} ns (channel ÷ 3) and ≤ {:.1} ns (rayon ÷ 5); \
+         the pool-less floor is {floor:.1} ns, flock {:.2}× it",
+        med[3] / 3.0,
+        med[4] / 5.0,
+        med[2] / floor
+    );
+}
+
 /// `drain_probe fib ROUNDS W`: see the module doc.
 /// `fenced`: flock's pool built with `membarrier(false)` (every push fenced).
 fn fib(rounds: usize, w: usize, fenced: bool) {
@@ -764,6 +812,7 @@ fn main() {
             cpu_stats(w, if us.is_empty() { &[1, 0] } else { &us })
         }
         Some("own") => own(),
+        Some("one-ideal") => one_ideal(args.next().map_or(7, |r| r.parse().expect("rounds"))),
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
         Some("bystander") => bystander(args.next().map_or(200, |u| u.parse().expect("µs"))),
         Some("steals") => steals(

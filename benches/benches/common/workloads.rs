@@ -82,6 +82,65 @@ pub fn one_submitter<R: Runner>(pool: &R, tasks: usize) -> Duration {
     took
 }
 
+/// `1u-1Mt`'s floor: the same body with no pool. The outside thread clones the shared `Arc`
+/// per task and publishes it in slot `i` of an array touched before the clock starts;
+/// `runners` plain threads take the slots `i ≡ r (mod runners)` (no shared head, no count of
+/// pending work, 8 slots a cache line) and do the task's hit and the `Arc`'s drop, spinning
+/// (then yielding) on a slot not yet filled. What is left is what the body costs on the
+/// machine: its reference count's line moving between the submitter and the runners, which
+/// every pool pays too. Timed from the first publication to the last runner's exit.
+pub fn one_submitter_no_pool(runners: usize, tasks: usize) -> Duration {
+    use std::sync::atomic::AtomicPtr;
+    let shared = Shared::new(tasks);
+    // Collected, so every page is touched (and zeroed) before the clock starts.
+    let slots: Arc<Vec<AtomicPtr<Shared>>> = Arc::new(
+        (0..tasks)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect(),
+    );
+    let go = Arc::new(std::sync::Barrier::new(runners + 1));
+    let threads: Vec<_> = (0..runners)
+        .map(|r| {
+            let (slots, go) = (slots.clone(), go.clone());
+            thread::spawn(move || {
+                go.wait();
+                for i in (r..tasks).step_by(runners) {
+                    let mut spins = 0u32;
+                    let p = loop {
+                        // Acquire: pairs with the Release store that published the `Arc`.
+                        let p = slots[i].load(std::sync::atomic::Ordering::Acquire);
+                        if !p.is_null() {
+                            break p;
+                        }
+                        spins += 1;
+                        if spins > 64 {
+                            thread::yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
+                    };
+                    // SAFETY: `p` came from `Arc::into_raw` below, and slot `i` is read by
+                    // this runner alone, once.
+                    let s = unsafe { Arc::from_raw(p.cast_const()) };
+                    s.hits.fetch_add(1, Relaxed);
+                }
+            })
+        })
+        .collect();
+    go.wait();
+    let start = Instant::now();
+    for slot in slots.iter() {
+        let p = Arc::into_raw(shared.clone()).cast_mut();
+        slot.store(p, std::sync::atomic::Ordering::Release);
+    }
+    for t in threads {
+        t.join().expect("no-pool runner");
+    }
+    let took = start.elapsed();
+    shared.assert_hits(tasks);
+    took
+}
+
 /// `bulk-1Mt`'s task: the 1u-1Mt body (a relaxed hit on a counter held through an `Arc`),
 /// made the same way for both ways of submitting it.
 fn bulk_task(shared: &Arc<Shared>) -> impl FnOnce() + Send + 'static {
