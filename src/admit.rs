@@ -162,7 +162,7 @@ pub struct SubmitAsync<'a, F> {
     task: Option<F>,
 }
 
-/// The future of [`Pool::spawn_async`]: resolves to the task's [`JoinHandle`](crate::JoinHandle)
+/// The future of [`Pool::spawn_async`]: resolves to the task's [`JoinHandle`]
 /// once the task is queued (a refused task's handle resolves to
 /// [`JoinError::Refused`](crate::JoinError::Refused)). The handle is a future too.
 ///

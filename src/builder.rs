@@ -549,7 +549,7 @@ impl PoolBuilder {
     /// no wake-up is lost. Where the kernel refuses the membarrier (another OS, an old
     /// kernel, a seccomp filter) the pool uses the fences whatever this says;
     /// [`Pool::uses_membarrier`] tells which one a pool got. The global pool takes this from
-    /// the environment variable `FLOCK_MEMBARRIER` (`0` or `1`; [`global`](crate::global)).
+    /// the environment variable `FLOCK_MEMBARRIER` (`0` or `1`; [`global`](fn@crate::global)).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).membarrier(false).build().unwrap();

@@ -581,7 +581,7 @@ pub enum BuildError {
         /// The `max_workers` asked for.
         max_workers: usize,
     },
-    /// An environment variable read by [`global`](crate::global) does not hold a valid value.
+    /// An environment variable read by [`global`](fn@crate::global) does not hold a valid value.
     InvalidEnv {
         /// The variable's name.
         var: &'static str,

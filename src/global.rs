@@ -7,7 +7,7 @@
 //! is `0` or `1` for [`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier) (`0`: the
 //! workers' parks interrupt no other thread of the process, and every push fences instead;
 //! surrounding whitespace is ignored). The free functions [`submit`](crate::submit),
-//! [`spawn`](crate::spawn), [`join`](crate::join), [`scope`](crate::scope)... use it when
+//! [`spawn`](fn@crate::spawn), [`join`](fn@crate::join), [`scope`](fn@crate::scope)... use it when
 //! called from a thread that is not a worker (on a worker they use that worker's pool, as
 //! rayon's do).
 //!

@@ -5,8 +5,8 @@ use crate::worker::with_current;
 
 impl Pool {
     /// Runs `op` on one of this pool's workers and returns its result (a panic in `op` is
-    /// re-raised here). Inside `op`, the free functions ([`flock::join`](crate::join),
-    /// [`flock::scope`](crate::scope), [`flock::spawn`](crate::spawn), ...) use this pool. As
+    /// re-raised here). Inside `op`, the free functions ([`flock::join`](fn@crate::join),
+    /// [`flock::scope`](fn@crate::scope), [`flock::spawn`](fn@crate::spawn), ...) use this pool. As
     /// rayon's `ThreadPool::install`.
     ///
     /// Called from one of this pool's workers, `op` runs right here. From a worker of another

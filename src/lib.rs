@@ -58,8 +58,8 @@
 //!
 //! # Coming from rayon
 //!
-//! [`join`], [`scope`], [`spawn`], [`yield_now`] and [`current_num_workers`] use the current
-//! pool (the calling worker's, else the [`global`] one); [`Pool::install`] runs a closure on
+//! [`join()`], [`scope()`], [`spawn()`], [`yield_now`] and [`current_num_workers`] use the current
+//! pool (the calling worker's, else the [`global()`] one); [`Pool::install`] runs a closure on
 //! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
 //! give per-call FIFO order.
 //!
@@ -77,7 +77,7 @@
 //! # The global pool
 //!
 //! Small programs need no `Pool` of their own: [`flock::submit`](submit),
-//! [`flock::spawn`](spawn) and [`global`] use one process-wide pool, built on first use with
+//! [`flock::spawn`](fn@spawn) and [`global()`] use one process-wide pool, built on first use with
 //! the defaults (`FLOCK_WORKERS` sets its size, `FLOCK_MEMBARRIER` its
 //! [`PoolBuilder::membarrier`]) and never dropped.
 //!

@@ -27,7 +27,7 @@ pub(crate) const BATCH: usize = 256;
 /// before the fork is unusable in the child. Tasks submitted there queue and never run, and
 /// `join`, `wait`, `shutdown` and the pool's drop block for good. Do not use it in the
 /// child, and [`std::mem::forget`] it rather than drop it there (or `exec` at once). Only the
-/// [`global`](crate::global) pool is rebuilt in the child, on first use.
+/// [`global`](fn@crate::global) pool is rebuilt in the child, on first use.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};

@@ -192,7 +192,7 @@ fn release_finished<F, T>(cell: CellArc<SpawnCell<F, T>>) {
 ///
 /// Wait for it with [`join`](JoinHandle::join) (blocking; on a worker it runs other tasks
 /// meanwhile), or `.await` it: `JoinHandle<T>` is a
-/// [`Future`](std::future::Future)`<Output = Result<T, JoinError>>` that works in any
+/// [`Future`]`<Output = Result<T, JoinError>>` that works in any
 /// executor (flock depends on no runtime) and never blocks the thread that polls it.
 ///
 /// Dropping the handle detaches the task: it still runs, also when the handle was being
