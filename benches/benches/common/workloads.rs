@@ -608,6 +608,35 @@ pub fn qsort_rayon(v: &mut [u64]) {
     rayon::join(|| qsort_rayon(lo), || qsort_rayon(&mut hi[1..]));
 }
 
+/// The same quicksort with no forks: `qsort`'s sequential reference.
+fn qsort_sequential(v: &mut [u64]) {
+    if v.len() <= QSORT_CUTOFF {
+        v.sort_unstable();
+        return;
+    }
+    let p = partition(v);
+    let (lo, hi) = v.split_at_mut(p);
+    qsort_sequential(lo);
+    qsort_sequential(&mut hi[1..]);
+}
+
+/// Times `qsort`'s recursion with no forks on a copy of `input`: how long its first
+/// partition took, and the whole sort. No schedule on `w` workers can beat `first + (whole -
+/// first) / w`: nothing else can run before the first partition ends, and the rest is at
+/// best split evenly.
+pub fn time_qsort_sequential(input: &[u64]) -> (Duration, Duration) {
+    let mut v = input.to_vec();
+    let start = Instant::now();
+    let p = partition(black_box(&mut v));
+    let first = start.elapsed();
+    let (lo, hi) = v.split_at_mut(p);
+    qsort_sequential(lo);
+    qsort_sequential(&mut hi[1..]);
+    let whole = start.elapsed();
+    assert_sorted(&v);
+    (first, whole)
+}
+
 fn assert_sorted(v: &[u64]) {
     assert!(
         v.windows(2).all(|w| w[0] <= w[1]),
