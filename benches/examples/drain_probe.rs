@@ -61,7 +61,9 @@
 //! `flock-unbounded`, `channel`) `RUNS` times, the median rate; to run under `perf record`.
 //!
 //! `drain_probe qsort ROUNDS W`: `qsort` on `W` workers, interleaved: flock, flock with
-//! `membarrier(false)`, rayon; medians, and flock's parks and steals a run.
+//! `membarrier(false)`, rayon, the bound no schedule on `W` workers beats (the sequential
+//! recursion's first partition + the rest ÷ `W`); medians, and flock's parks and steals a
+//! run.
 //!
 //! `drain_probe clock`: what one reading of the time-stamp counter costs on this CPU alone
 //! and right after a locked read-modify-write (as a worker's reading at a task's end follows
@@ -553,7 +555,7 @@ fn qsort(rounds: usize, w: usize) {
         .num_threads(w)
         .build()
         .expect("rayon");
-    let mut times = vec![Vec::new(); 3];
+    let mut times = vec![Vec::new(); 4];
     let (mut parks, mut stolen) = ([0u64; 2], [0u64; 2]);
     for _ in 0..rounds {
         for (i, pool) in pools.iter().enumerate() {
@@ -566,11 +568,19 @@ fn qsort(rounds: usize, w: usize) {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
         times[2].push(time_qsort_rayon(&rayon, &input).as_secs_f64() * 1e3);
+        let (first, whole) = common::workloads::time_qsort_sequential(&input);
+        let (first, whole) = (first.as_secs_f64() * 1e3, whole.as_secs_f64() * 1e3);
+        times[3].push(first + (whole - first) / w as f64);
     }
     let r = rounds as f64;
-    for (i, name) in ["flock", "flock membarrier(false)", "rayon"]
-        .iter()
-        .enumerate()
+    for (i, name) in [
+        "flock",
+        "flock membarrier(false)",
+        "rayon",
+        "bound (first partition + rest / W)",
+    ]
+    .iter()
+    .enumerate()
     {
         let extra = if i < 2 {
             format!(
