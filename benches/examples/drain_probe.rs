@@ -469,13 +469,13 @@ fn one_ideal(rounds: usize) {
     for (name, m) in names.iter().zip(&med) {
         println!("  {name:<20} {m:>6.1} ns a task (median of {rounds})");
     }
-    let floor = med[0].min(med[1]);
+    let plain = med[0].min(med[1]);
     println!(
         "  1u-1Mt's targets need flock at ≤ {:.1} ns (channel ÷ 3) and ≤ {:.1} ns (rayon ÷ 5); \
-         the pool-less floor is {floor:.1} ns, flock {:.2}× it",
+         the pool-less hand-off took {plain:.1} ns, flock {:.2}× it",
         med[3] / 3.0,
         med[4] / 5.0,
-        med[2] / floor
+        med[2] / plain
     );
 }
 

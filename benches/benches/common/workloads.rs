@@ -82,13 +82,15 @@ pub fn one_submitter<R: Runner>(pool: &R, tasks: usize) -> Duration {
     took
 }
 
-/// `1u-1Mt`'s floor: the same body with no pool. The outside thread clones the shared `Arc`
-/// per task and publishes it in slot `i` of an array touched before the clock starts;
+/// `1u-1Mt`'s body with no pool. The outside thread clones the shared `Arc` per task and
+/// publishes it in slot `i` of an array touched before the clock starts;
 /// `runners` plain threads take the slots `i ≡ r (mod runners)` (no shared head, no count of
 /// pending work, 8 slots a cache line) and do the task's hit and the `Arc`'s drop, spinning
 /// (then yielding) on a slot not yet filled. What is left is what the body costs on the
-/// machine: its reference count's line moving between the submitter and the runners, which
-/// every pool pays too. Timed from the first publication to the last runner's exit.
+/// machine when tasks are handed over one at a time: its reference count's line moving
+/// between the submitter and the runners, which every pool pays too. A reference, not a
+/// bound: a pool whose workers fall behind lets the line move once for several tasks.
+/// Timed from the first publication to the last runner's exit.
 pub fn one_submitter_no_pool(runners: usize, tasks: usize) -> Duration {
     use std::sync::atomic::AtomicPtr;
     let shared = Shared::new(tasks);
