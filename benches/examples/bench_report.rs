@@ -205,9 +205,10 @@ fn one_submitter_rows() -> Vec<Row> {
     }
     // A reference for what the body itself costs here: the same body handed over one task at
     // a time to as many plain threads as the pools have workers, with no pool in between
-    // (`one_submitter_no_pool`). Not a bound: a pool whose workers fall behind lets the
-    // `Arc`'s line move once for several tasks. What the targets ask of flock, as a share of
-    // it, says how much room the targets leave on this machine.
+    // (`one_submitter_no_pool`). Not a bound: nothing shows a pool cannot beat it, and in
+    // one run bulk-1Mt (the same body on the default pool, a minute later) did, 23.3 against
+    // 22.8 M/s. What the targets ask of flock, as a share of it, says how much room the
+    // targets leave on this machine.
     let runners = common::workers();
     let plain = (0..3)
         .map(|_| n / secs(one_submitter_no_pool(runners, ONE_SUBMITTER_TASKS)))

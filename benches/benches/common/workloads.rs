@@ -89,7 +89,8 @@ pub fn one_submitter<R: Runner>(pool: &R, tasks: usize) -> Duration {
 /// (then yielding) on a slot not yet filled. What is left is what the body costs on the
 /// machine when tasks are handed over one at a time: its reference count's line moving
 /// between the submitter and the runners, which every pool pays too. A reference, not a
-/// bound: a pool whose workers fall behind lets the line move once for several tasks.
+/// bound: nothing shows a pool cannot beat it (runners that lag 16 to 256 slots behind did
+/// not, `drain_probe`-style runs of 2026-11-26).
 /// Timed from the first publication to the last runner's exit.
 pub fn one_submitter_no_pool(runners: usize, tasks: usize) -> Duration {
     use std::sync::atomic::AtomicPtr;
