@@ -560,8 +560,9 @@ enum OnLost {
 }
 
 /// One slot a cache line (64 bytes, of which the sequence word and the job use 48). With
-/// 48-byte slots, the line that a worker reads a just-published job from is often the line
-/// the producer writes the next job into, and the line moved between them twice a job.
+/// 48-byte slots neighbouring slots share lines: two workers taking consecutive jobs both
+/// write one line (a take stores the sequence number), and a worker reading a just-published
+/// job can hold the line the producer writes the next job into.
 /// Measured against 48-byte slots in alternating runs of two builds (docs/bench.md, stop 36):
 /// `drain_probe own` (the default pool, tasks that share no line) faster in 12 of 12 pairs
 /// and 10 of 10 (median ratios 0.87 and 0.94), a deep ring drained by two workers in 5 of 6
