@@ -645,7 +645,7 @@ impl Ring {
         let mut pos = self.head.load(Ordering::Relaxed);
         loop {
             let slot = self.slot(pos);
-            // Acquire: pairs with the producer's Release in `push`.
+            // Acquire: pairs with the producer's Release in `publish`.
             let seq = slot.seq.load(Ordering::Acquire);
             match (seq.wrapping_sub(pos.wrapping_add(1)) as isize).signum() {
                 0 => {
@@ -663,7 +663,7 @@ impl Ring {
                             // published (the sequence number we read).
                             let job = slot.job.with_mut(|p| unsafe { (*p).assume_init_read() });
                             // Release: our read of the job happens before the producer's
-                            // next write of the slot (its Acquire load in `push`).
+                            // next write of the slot (its Acquire load in `free_slot`).
                             slot.seq
                                 .store(pos.wrapping_add(self.slots.len()), Ordering::Release);
                             return Take::Job(job);
