@@ -4,13 +4,15 @@
 //! A waiting future registers its waker in the pool's [`RoomWakers`], then tries again; the
 //! worker that gives capacity back while the queue was full wakes every registered waker
 //! (`Registry::release_pending`), and so does a shutdown. Why no wake is lost is in
-//! `sleep/README.md`, "Backpressure".
+//! `sleep/README.md`, "Backpressure". Wakers are woken outside every lock and through
+//! `unwind::wake_guarded`, so one that panics cannot keep the others asleep.
 
 use crate::job::Job;
 use crate::pool::{fire_and_forget, Pool};
 use crate::registry::{Registry, Route};
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::unwind::wake_guarded;
 use crate::worker::with_current;
 use crate::{LaneId, RejectReason, SubmitError};
 use std::fmt;
@@ -84,9 +86,9 @@ impl RoomWakers {
             self.count.store(0, Ordering::Relaxed);
             std::mem::take(&mut list.wakers)
         };
-        for (_, waker) in woken {
-            waker.wake();
-        }
+        // Outside the lock, each caught: a waker that panics neither unwinds into our caller
+        // (a worker, a shutdown) nor keeps the others from being woken.
+        wake_guarded(woken.into_iter().map(|(_, waker)| waker));
     }
 }
 
@@ -322,6 +324,11 @@ impl Pool {
     /// they get in is not their order of arrival. From one of the pool's own tasks it
     /// resolves at once, as [`submit`](Pool::submit) does there.
     ///
+    /// A waker whose `wake` panics (woken by the worker that frees room, or by a shutdown) is
+    /// caught and reported as a panicking [hook](crate::PoolBuilder::on_worker_start) is:
+    /// printed to stderr, and the pool goes on. The other waiters are still woken, and a
+    /// shutdown still joins its workers.
+    ///
     /// ```
     /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
     /// #     struct W(std::thread::Thread);
@@ -362,7 +369,8 @@ impl Pool {
     /// Runs `task` on the pool once there is room in the queue, as
     /// [`submit_async`](Pool::submit_async) does, and resolves to its [`JoinHandle`]: await
     /// that for the value. A task refused (the pool shut down) gives a handle that resolves
-    /// to [`JoinError::Refused`](crate::JoinError::Refused).
+    /// to [`JoinError::Refused`](crate::JoinError::Refused). A waker that panics while it
+    /// waits for room is caught and reported, as for `submit_async`.
     ///
     /// ```
     /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {

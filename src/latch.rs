@@ -273,7 +273,8 @@ impl Wake {
             Wake::Local(registry, index) => unsafe { &*registry }.sleep.wake_specific(index),
             Wake::Shared(registry, index) => registry.sleep.wake_specific(index),
             Wake::Thread(t) => t.unpark(),
-            Wake::Waker(w) => w.wake(),
+            // A user's: its panic is caught and reported, the task's outcome unchanged.
+            Wake::Waker(w) => crate::unwind::wake_guarded([w]),
         }
     }
 }

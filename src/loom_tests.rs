@@ -800,6 +800,78 @@ fn loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter() {
     );
 }
 
+/// A room waiter's waker that submits into the same pool from inside `wake` (as an executor
+/// that polls the woken task at once would): capacity 2 (mark 1), one worker, `Block`. The
+/// main thread fills the queue, polls an async submit (registering the waker) and submits a
+/// third task, which may block. Its re-check's undo can be the decrement that crosses the
+/// mark (`Reserved::Crossed` in `block_for_room`, with the worker's two starts between its add
+/// and its undo), and then it wakes the async waiters. The waker's three submits fill the queue
+/// and block in turn, on `room_lock`: woken under that lock, the waker deadlocked on the lock
+/// its own thread held.
+#[test]
+fn loom_a_waker_that_submits_is_not_woken_under_room_lock() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Wake, Waker};
+
+    /// Submits three tasks on its first wake, each bumping `ran`.
+    struct Submits {
+        pool: Arc<Pool>,
+        ran: Arc<AtomicUsize>,
+        woken: loom::sync::atomic::AtomicBool,
+    }
+
+    impl Wake for Submits {
+        fn wake(self: std::sync::Arc<Self>) {
+            if self.woken.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            for _ in 0..3 {
+                let r = self.ran.clone();
+                self.pool
+                    .submit(move || {
+                        r.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap();
+            }
+        }
+    }
+
+    model(
+        "loom_a_waker_that_submits_is_not_woken_under_room_lock",
+        || {
+            let pool = Arc::new(builder(1).capacity(2).build().expect("pool"));
+            let ran = counter();
+            let bump = |ran: &Arc<AtomicUsize>| {
+                let r = ran.clone();
+                move || {
+                    r.fetch_add(1, Ordering::SeqCst);
+                }
+            };
+            pool.submit(bump(&ran)).unwrap();
+            pool.submit(bump(&ran)).unwrap();
+            let submits = std::sync::Arc::new(Submits {
+                pool: pool.clone(),
+                ran: ran.clone(),
+                woken: loom::sync::atomic::AtomicBool::new(false),
+            });
+            let waker = Waker::from(submits.clone());
+            let mut fut = pool.submit_async(|| ());
+            // Pending or not, the waiter's task is not counted: it is dropped below if it waits.
+            let _ = Pin::new(&mut fut).poll(&mut Context::from_waker(&waker));
+            drop(waker);
+            pool.submit(bump(&ran)).unwrap();
+            // Unregisters the waker if no wake took it (the waker holds the pool).
+            drop(fut);
+            pool.wait().unwrap();
+            let woken = submits.woken.load(Ordering::SeqCst);
+            assert_eq!(ran.load(Ordering::SeqCst), if woken { 6 } else { 3 });
+            drop(submits);
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// `Pool::broadcast` to a worker that is falling asleep: the job sits in its mailbox, never
 /// stolen, so only that worker can run it; a worker that parks without seeing it, and is
 /// not woken by `wake_specific`, deadlocks the caller. (With two workers the model did not

@@ -57,8 +57,10 @@ impl<T> Header<T> {
         // SAFETY: the caller's reference keeps the latch alive through the call.
         if unsafe { Latch::set(&self.latch) } {
             // The joiner fell asleep after registering (its `fall_asleep` Release, our
-            // swap's Acquire), so the slot holds it.
-            if let Some(wake) = self.waiter.lock().take() {
+            // swap's Acquire), so the slot holds it. Taken under the lock, woken outside it
+            // (a `Waker` is a user's code).
+            let wake = self.waiter.lock().take();
+            if let Some(wake) = wake {
                 wake.wake();
             }
         }
@@ -218,6 +220,12 @@ pub struct JoinHandle<T> {
 /// The protocol is in `sleep/README.md`, "Awaiting a spawned task": the waker goes into the
 /// slot beside the latch, then the latch moves to `SLEEPING`, so the setter's swap, reading
 /// `SLEEPING`, finds it there and wakes it.
+///
+/// The waker is woken when the task ends (or is cancelled, dropped or refused), outside
+/// flock's locks. If its `wake` panics, the panic is caught and reported as a panicking
+/// [hook](crate::PoolBuilder::on_worker_start)'s is (printed to stderr), and the task's
+/// outcome is unchanged: the handle still yields the task's value, [`Stats`](crate::Stats)
+/// counts it completed (not panicked), and the pool's panic handler is not called.
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 

@@ -219,9 +219,13 @@ impl Registry {
                 Reserved::Yes => break Ok(Route::Queue { reserved: true }),
                 Reserved::Full => {}
                 Reserved::Crossed => {
-                    // As `wake_for_room`, holding `room_lock` already; then look again.
+                    // As `wake_for_room`: notify under `room_lock`, held already; wake the
+                    // async waiters outside it (a waker is a user's code, and may submit);
+                    // then look again under the lock.
                     self.room_cond.notify_all();
+                    drop(guard);
                     self.room_wakers.wake_all();
+                    guard = self.room_lock.lock();
                     continue;
                 }
             }
