@@ -105,7 +105,7 @@ checkout_before=$(git status --porcelain --ignored 2>/dev/null || true)
 stage=$work/stage
 DESTDIR=$stage scripts/install-c.sh /opt/flock > "$work/install-destdir.log" 2>&1 ||
     { cat "$work/install-destdir.log" >&2; exit 1; }
-for f in lib/libflock.so.0.1 lib/libflock.so lib/libflock.a include/flock.h include/flock.hpp \
+for f in lib/libflock.so.0.1 lib/libflock.so lib/libflock.a include/flock.h include/flock.hpp include/flock_algorithms.hpp \
     lib/pkgconfig/flock.pc lib/pkgconfig/flock-static.pc lib/cmake/flock/flockConfig.cmake \
     lib/cmake/flock/flockConfigVersion.cmake share/flock/flock.supp; do
     [ -e "$stage/opt/flock/$f" ] || { echo "DESTDIR install lacks $f" >&2; exit 1; }
