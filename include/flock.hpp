@@ -42,6 +42,11 @@
 // up once; keep it). submit() uses lane 0 from outside the pool and the running task's lane
 // from inside one.
 //
+// Algorithms and the process-wide pool: flock_algorithms.hpp, included at the end of this
+// file, has oneTBB's parallel_reduce, parallel_invoke, parallel_for over a blocked_range and
+// parallel_for_each, with a pool or on flock::global() (flock_global), which a
+// default-constructed task_group uses too.
+//
 // Thread-safety: as flock.h; every member may be called from any thread concurrently, except
 // that destruction and move-assignment must be the last use of a pool. A flock::config is a
 // value: copy it freely (copies share its lane list, which never changes), but do not change
