@@ -96,8 +96,9 @@ enum flock_status {
     // fine; the call did not complete and wrote no out-parameter.
     FLOCK_ERR_PANIC = 8,
     // An argument is out of its range: a worker index not below the pool's worker count, a
-    // worker count flock_resize cannot take (0, or above the pool's max_workers), or a value
-    // that is not one of its enumeration's constants.
+    // worker count flock_resize cannot take (0, or above the pool's max_workers), a value
+    // that is not one of its enumeration's constants, or flock_global's handle given to
+    // flock_shutdown (the process-wide pool is never shut down).
     FLOCK_ERR_INVALID_ARGUMENT = 9,
     // The lane named (by index or name) does not exist in this pool: a submit's task was not
     // accepted (the caller still owns its argument); flock_lane_index and flock_lane_stats
@@ -142,7 +143,7 @@ enum flock_shutdown_mode {
 struct flock_group;
 
 // A pool of worker threads. Opaque: create it with flock_pool_new, free it with
-// flock_pool_free.
+// flock_pool_free; or take the process-wide pool's handle from flock_global.
 struct flock_pool;
 
 // See `enum flock_when_full`.
@@ -508,6 +509,38 @@ flock_status_t flock_uses_membarrier(const flock_pool_t *pool, bool *out);
 // Thread-safety: may be called from any thread at any time, with or without a pool.
 const char *flock_status_str(flock_status_t status);
 
+// Stores in *out the handle of the process-wide pool, starting it on first use: the same
+// pool as the Rust global pool (flock::global) of the flock library linked into libflock.
+// It is built the first time anyone asks for it, with the defaults of flock_config_init
+// (one worker per CPU this process may run on, capacity 65,536, FLOCK_WHEN_FULL_BLOCK)
+// except for two environment variables, read then: FLOCK_WORKERS, when set and not empty,
+// is the number of workers (a whole number, 1 or more; surrounding whitespace ignored), and
+// FLOCK_MEMBARRIER, when set and not empty, is 0 or 1 (flock_config_t.membarrier). Later
+// calls return the same handle without reading them again.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when out is NULL; FLOCK_ERR_INVALID_CONFIG when a
+// variable is set to something else or asks for more workers than flock supports;
+// FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. A failed start is not remembered: the
+// next call reads the variables again and tries again. *out is written only on FLOCK_OK.
+//
+// Ownership: nobody owns the global pool and it is never shut down. The handle is valid
+// until the process exits, from every thread; flock_pool_free of it does nothing, and
+// flock_shutdown of it returns FLOCK_ERR_INVALID_ARGUMENT (other users of the process share
+// the pool). Its workers are not joined at exit: call flock_wait on it before returning from
+// main when queued tasks must run. Every other call takes it like any pool, pause, resume
+// and resize included (they change the pool for everyone).
+//
+// fork(): a child process does not inherit the parent's workers; there the same handle
+// reaches a fresh global pool, built on its first use with the variables read again. Fork
+// from a thread that is not one of the pool's workers, while no other thread is inside a
+// flock call.
+//
+// Thread-safety: any thread, any time; concurrent first calls start one pool between them.
+//
+// # Safety
+// `out` is NULL or writable.
+flock_status_t flock_global(flock_pool_t **out);
+
 // Creates an empty task group on `pool` and stores it in *out.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_PANIC. *out is written
@@ -796,7 +829,8 @@ flock_status_t flock_wait_timeout(flock_pool_t *pool, uint64_t timeout_ns);
 //
 // Returns FLOCK_OK (also for a pool already shut down: shutting down twice is fine);
 // FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_INVALID_ARGUMENT when mode is not a
-// flock_shutdown_mode_t constant; FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
+// flock_shutdown_mode_t constant, or when pool is flock_global's handle (the process shares
+// that pool: nothing changes); FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
 // this pool's own tasks, or from a drop callback that flock_purge or flock_group_cancel calls
 // (as for flock_wait; nothing changes: use flock_pool_free from a task, or return and shut
 // down from outside).

@@ -42,6 +42,11 @@
 // up once; keep it). submit() uses lane 0 from outside the pool and the running task's lane
 // from inside one.
 //
+// Algorithms and the process-wide pool: flock_algorithms.hpp, included at the end of this
+// file, has oneTBB's parallel_reduce, parallel_invoke, parallel_for over a blocked_range and
+// parallel_for_each, with a pool or on flock::global() (flock_global), which a
+// default-constructed task_group uses too.
+//
 // Thread-safety: as flock.h; every member may be called from any thread concurrently, except
 // that destruction and move-assignment must be the last use of a pool. A flock::config is a
 // value: copy it freely (copies share its lane list, which never changes), but do not change
@@ -367,6 +372,10 @@ public:
     /// Starts a pool from a plain flock_config_t (its C hooks and worker_hook_arg as they are).
     explicit pool(const flock_config_t& cfg) { detail::check(flock_pool_new(&cfg, &p_)); }
 
+    /// Takes ownership of a C handle (from flock_pool_new, or flock_global's, which the
+    /// destructor's flock_pool_free leaves running: how flock::global() holds it).
+    explicit pool(flock_pool_t* handle) noexcept : p_(handle) {}
+
     pool(const pool&) = delete;
     pool& operator=(const pool&) = delete;
     pool(pool&& other) noexcept : p_(std::exchange(other.p_, nullptr)), hooks_(std::move(other.hooks_)) {}
@@ -629,6 +638,14 @@ public:
         detail::check(flock_group_new(p, &g_));
     }
 
+    /// An empty group on the process-wide pool (flock::global(), flock_global), as oneTBB's
+    /// task_group is on the implicit arena; throws flock::error when that pool cannot start.
+    task_group() : errors_(std::make_unique<errors>()) {
+        flock_pool_t* global = nullptr;
+        detail::check(flock_global(&global));
+        detail::check(flock_group_new(global, &g_));
+    }
+
     task_group(const task_group&) = delete;
     task_group& operator=(const task_group&) = delete;
     task_group(task_group&& other) noexcept
@@ -869,5 +886,9 @@ auto pool::submit_blocks(I first, I last, F&& f, size_t blocks) {
 }
 
 }  // namespace flock
+
+// The process-wide pool (flock::global) and oneTBB's algorithms: parallel_reduce,
+// parallel_invoke, parallel_for over ranges, parallel_for_each.
+#include "flock_algorithms.hpp"
 
 #endif  // FLOCK_HPP

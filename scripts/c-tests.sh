@@ -12,6 +12,8 @@
 #      temporary folder: pkg-config (shared, flock-static.pc, -static), a CMake project
 #      through find_package(flock), valgrind with the shipped suppressions; then build the
 #      examples in examples/c and examples/cpp against that prefix and run them
+#   7. flock built inside CMake projects (the root CMakeLists.txt): ffi/README.md's
+#      add_subdirectory and FetchContent projects as written, a Debug build, a no-op rebuild
 # Honours CARGO_TARGET_DIR (default ./target). FLOCK_SKIP_NIGHTLY_ASAN=1 skips the
 # instrumented Rust build. Exits non-zero on the first failing step.
 set -euo pipefail
@@ -105,7 +107,7 @@ checkout_before=$(git status --porcelain --ignored 2>/dev/null || true)
 stage=$work/stage
 DESTDIR=$stage scripts/install-c.sh /opt/flock > "$work/install-destdir.log" 2>&1 ||
     { cat "$work/install-destdir.log" >&2; exit 1; }
-for f in lib/libflock.so.0.1 lib/libflock.so lib/libflock.a include/flock.h include/flock.hpp \
+for f in lib/libflock.so.0.1 lib/libflock.so lib/libflock.a include/flock.h include/flock.hpp include/flock_algorithms.hpp \
     lib/pkgconfig/flock.pc lib/pkgconfig/flock-static.pc lib/cmake/flock/flockConfig.cmake \
     lib/cmake/flock/flockConfigVersion.cmake share/flock/flock.supp; do
     [ -e "$stage/opt/flock/$f" ] || { echo "DESTDIR install lacks $f" >&2; exit 1; }
@@ -233,5 +235,65 @@ echo "-- examples/c/many_submitters.c"
 "$work/many_submitters"
 echo "-- examples/cpp/wrapper.cpp"
 "$work/wrapper"
+
+# ---- flock inside a CMake build (issue 40): add_subdirectory and FetchContent -----------
+# The projects of ffi/README.md's "CMake, with flock built as part of your project", as
+# written (app.c the README's, app.cpp examples/cpp/algorithms.cpp): add_subdirectory of the
+# checkout (a link to it), and FetchContent of an archive of the checkout's files as they are
+# now; each cargo builds into its own build directory. Then the same add_subdirectory project
+# as a Debug build (cargo's dev profile), and a second build that must change nothing.
+step "flock inside a CMake build: add_subdirectory and FetchContent"
+awk '/^<!-- c-tests.sh checks: CMake lines of ffi\/README.md -->$/ { found = 1; next }
+     found && /^```/ { if (inside) exit; inside = 1; next }
+     inside { sub(/ +#.*$/, ""); print }' README.md > "$work/readme-cmake-lines"
+[ -s "$work/readme-cmake-lines" ] || { echo "README.md has no block of ffi/README.md's CMake lines" >&2; exit 1; }
+while IFS= read -r line; do
+    grep -qxF -- "$line" ffi/README.md || { echo "README.md's line is not in ffi/README.md: $line" >&2; exit 1; }
+done < "$work/readme-cmake-lines"
+echo "README.md's CMake lines are ffi/README.md's"
+checkout_before_cmake=$(git status --porcelain --ignored 2>/dev/null || true)
+for kind in add_subdirectory FetchContent; do
+    dir=$work/cmake-$kind
+    mkdir -p "$dir"
+    doc_block "$kind" > "$dir/CMakeLists.txt"
+    cp "$project/app.c" "$dir/app.c"
+    cp examples/cpp/algorithms.cpp "$dir/app.cpp"
+done
+ln -s "$root" "$work/cmake-add_subdirectory/flock"
+git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
+    tar --null -T - --transform 's,^,flock/,' -czf "$work/cmake-FetchContent/flock.tar.gz"
+echo "FetchContent's archive: $(stat -c %s "$work/cmake-FetchContent/flock.tar.gz") bytes"
+for kind in add_subdirectory FetchContent; do
+    dir=$work/cmake-$kind
+    run_doc cmake-project "$dir" > "$work/cmake-$kind.log" 2>&1 || { cat "$work/cmake-$kind.log" >&2; exit 1; }
+    grep -E "^[0-9]+ ran|bit-identical" "$work/cmake-$kind.log" | sed 's/^/   | /'
+    linked=$(ldd "$dir/build/app")
+    case $linked in
+    *"libflock.so.0.1 => $dir/build/"*) echo "$kind: app loads $(echo "$linked" | sed -n 's/.*libflock.so.0.1 => \([^ ]*\).*/\1/p')" ;;
+    *) echo "$kind: app does not load the libflock.so.0.1 of its build directory:" >&2; echo "$linked" >&2; exit 1 ;;
+    esac
+    linked=$(ldd "$dir/build/app++" 2>&1 || true)
+    case $linked in *libflock*) echo "$kind: app++ (flock::flock_static) loads a shared libflock" >&2; exit 1 ;; esac
+    built=$(find "$dir/build" -path '*/cargo/release/libflock.a' | head -n 1)
+    [ -n "$built" ] || { echo "$kind: no cargo release build under $dir/build" >&2; exit 1; }
+done
+echo "app++ carries libflock (flock::flock_static); both built with cargo's release profile"
+sub=$work/cmake-add_subdirectory
+(cd "$sub" && cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug && cmake --build build-debug) \
+    > "$work/cmake-debug.log" 2>&1 || { cat "$work/cmake-debug.log" >&2; exit 1; }
+[ -f "$sub/build-debug/flock/cargo/debug/libflock.a" ] && ! [ -e "$sub/build-debug/flock/cargo/release" ] ||
+    { echo "CMAKE_BUILD_TYPE=Debug did not build cargo's dev profile alone" >&2; exit 1; }
+"$sub/build-debug/app" && "$sub/build-debug/app++" > /dev/null
+echo "CMAKE_BUILD_TYPE=Debug: cargo's dev profile (target/debug), app and app++ run"
+before=$(stat -c %Y "$sub/build/app" "$sub/build/app++" "$sub/build/flock/lib/libflock.so.0.1")
+(cd "$sub" && cmake --build build) > "$work/cmake-rebuild.log" 2>&1 || { cat "$work/cmake-rebuild.log" >&2; exit 1; }
+[ "$(stat -c %Y "$sub/build/app" "$sub/build/app++" "$sub/build/flock/lib/libflock.so.0.1")" = "$before" ] ||
+    { echo "a second cmake --build with nothing changed relinked the programs" >&2; exit 1; }
+echo "a second build with nothing changed leaves the library and the programs as they were"
+[ "$(git status --porcelain --ignored 2>/dev/null || true)" = "$checkout_before_cmake" ] ||
+    { echo "the CMake builds wrote into the checkout:" >&2; git status --porcelain --ignored >&2; exit 1; }
+echo "the checkout is unchanged by the CMake builds"
+# ---- end of the CMake block -------------------------------------------------------------
 
 step "C/C++: all passed"

@@ -3,7 +3,7 @@
 #   PREFIX/lib/libflock.so.0.1             the shared library, with that soname
 #   PREFIX/lib/libflock.so -> libflock.so.0.1
 #   PREFIX/lib/libflock.a                  the static library (debug info and bitcode stripped)
-#   PREFIX/include/flock.h, flock.hpp
+#   PREFIX/include/flock.h, flock.hpp, flock_algorithms.hpp (included by flock.hpp)
 #   PREFIX/lib/pkgconfig/flock.pc          link the shared library (or, with -static, the .a)
 #   PREFIX/lib/pkgconfig/flock-static.pc   link libflock.a by path into a dynamic program
 #   PREFIX/lib/cmake/flock/flockConfig.cmake, flockConfigVersion.cmake
@@ -72,7 +72,7 @@ objcopy --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$stage
 install -m 755 "$target/release/libflock.so" "$stage/lib/$soname"
 strip --strip-debug "$stage/lib/$soname"
 ln -sf "$soname" "$stage/lib/libflock.so"
-install -m 644 include/flock.h include/flock.hpp "$stage/include/"
+install -m 644 include/flock.h include/flock.hpp include/flock_algorithms.hpp "$stage/include/"
 install -m 644 ffi/flock.supp "$stage/share/flock/flock.supp"
 
 # What a static link of the Rust standard library needs on Linux, from `cargo rustc -- --print

@@ -3,19 +3,21 @@
 //! met, and writes `docs/bench.svg`.
 //!
 //! ```text
-//! cargo run --release -p flock-benches --example bench_report
+//! cargo run --release -p flock-benches --example bench_report [-- --only cpp-reduce,c-submit]
 //! ```
 //!
 //! The workloads are the ones in `benches/benches/` (shared through `benches/benches/common`); see each
 //! bench file's doc for what it measures. Ratios compare pools measured in the same run.
 //!
-//! Two workloads run as subprocesses, built by this command before the clock starts (see
+//! Three workloads run as subprocesses, built by this command before the clock starts (see
 //! [`build_helpers`]): `c-submit` (workload 9) runs `benches/c/c_submit.c`, linked against
 //! `libflock.a` with `cc`, against the `metrics_cost` example (the Rust 1u-1Mt body);
 //! `metrics-cost` (workload 10) runs the `metrics_cost` example built normally (with and
-//! without `--latency`) and built with `--no-default-features`. The variants alternate, one
-//! subprocess at a time. Needs `cargo` and `cc` on the PATH; where a build fails, those rows
-//! are left out and the reason is printed.
+//! without `--latency`) and built with `--no-default-features`; `cpp-reduce` runs
+//! `benches/cpp/cpp_reduce.cpp` (C++, `flock::parallel_reduce` against `std::thread`s). The
+//! variants alternate, one subprocess at a time. Needs `cargo`, `cc` and `c++` on the PATH;
+//! where a build fails, those rows are left out and the reason is printed. `-- --only
+//! cpp-reduce` (a comma-separated list of these three) runs only those and writes no chart.
 //!
 //! Workloads 11 to 13 (`bulk-1Mt`, `lanes-split`, `lanes-p99`) compare flock with itself in the
 //! same run: `submit_batch` against per-task `submit` on one pool, and the lanes of one pool
@@ -794,6 +796,8 @@ struct Helpers {
     rust_no_metrics: Option<PathBuf>,
     /// `benches/c/c_submit.c` linked against `libflock.a`.
     c_submit: Option<PathBuf>,
+    /// `benches/cpp/cpp_reduce.cpp` linked against `libflock.a`.
+    cpp_reduce: Option<PathBuf>,
     /// What failed, for the report.
     failures: Vec<String>,
 }
@@ -835,7 +839,9 @@ fn build_step(what: &str, cmd: &mut Command) -> Result<(), String> {
 ///   is on its first line, checked in [`run_helper`];
 /// * `cargo build --release -p flock-ffi` (`libflock.a`), then `cc -O2 -std=c11
 ///   benches/c/c_submit.c libflock.a` with the system libraries a static Rust library needs
-///   (`Libs.private` of `scripts/install-c.sh`), to `c_submit`.
+///   (`Libs.private` of `scripts/install-c.sh`), to `c_submit`;
+/// * `c++ -O2 -std=c++17 benches/cpp/cpp_reduce.cpp libflock.a` with the same libraries, to
+///   `cpp_reduce`.
 fn build_helpers() -> Helpers {
     let root = repo_root();
     let target = target_dir();
@@ -879,14 +885,14 @@ fn build_helpers() -> Helpers {
     }
     let lib = target.join("release/libflock.a");
     let dest = out.join("c_submit");
-    let c = build_step(
+    let lib_built = build_step(
         "libflock.a",
         Command::new(&cargo)
             .current_dir(&root)
             .args(["build", "--quiet", "--release", "-p", "flock-ffi"])
             .env("CARGO_TARGET_DIR", &target),
-    )
-    .and_then(|()| {
+    );
+    let c = lib_built.clone().and_then(|()| {
         build_step(
             "benches/c/c_submit.c",
             Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
@@ -914,6 +920,37 @@ fn build_helpers() -> Helpers {
     });
     match c {
         Ok(()) => h.c_submit = Some(dest),
+        Err(e) => h.failures.push(e),
+    }
+    let dest = out.join("cpp_reduce");
+    let cpp = lib_built.and_then(|()| {
+        build_step(
+            "benches/cpp/cpp_reduce.cpp",
+            Command::new(std::env::var_os("CXX").unwrap_or_else(|| "c++".into()))
+                .current_dir(&root)
+                .args([
+                    "-O2",
+                    "-std=c++17",
+                    "-Wall",
+                    "-Iinclude",
+                    "benches/cpp/cpp_reduce.cpp",
+                ])
+                .arg(&lib)
+                .args([
+                    "-pthread",
+                    "-lgcc_s",
+                    "-lutil",
+                    "-lrt",
+                    "-lpthread",
+                    "-lm",
+                    "-ldl",
+                    "-o",
+                ])
+                .arg(&dest),
+        )
+    });
+    match cpp {
+        Ok(()) => h.cpp_reduce = Some(dest),
         Err(e) => h.failures.push(e),
     }
     h
@@ -968,7 +1005,7 @@ impl Served {
         })
     }
 
-    /// One measured run: tasks/s.
+    /// One measured run: its value (tasks/s, or seconds for `cpp-reduce`).
     fn run(&mut self) -> Result<f64, String> {
         use std::io::Write;
         writeln!(self.stdin, "go")
@@ -977,7 +1014,7 @@ impl Served {
         let line = self.stdout.next().and_then(Result::ok).unwrap_or_default();
         line.trim()
             .parse()
-            .map_err(|_| format!("{}: expected tasks/s, got {line:?}", self.what))
+            .map_err(|_| format!("{}: expected a number, got {line:?}", self.what))
     }
 
     /// Closes its stdin (it exits) and waits for it.
@@ -1011,6 +1048,7 @@ const ROUNDS_PER_SESSION: usize = 10;
 /// ratio of its run to the first variant's run in each round (paired ratios).
 fn alternate(
     workload: &'static str,
+    unit: Unit,
     variants: &[Variant],
 ) -> Result<(Vec<Row>, Vec<Vec<f64>>), String> {
     let n = variants.len();
@@ -1040,11 +1078,11 @@ fn alternate(
         .iter()
         .zip(values)
         .map(|(v, runs)| {
-            let row = Row::new(workload, v.pool, Unit::PerSec, runs);
+            let row = Row::new(workload, v.pool, unit, runs);
             eprintln!(
                 "  {workload:<12} {:<20} {}",
                 row.pool,
-                fmt_value(row.median(), Unit::PerSec)
+                fmt_value(row.median(), unit)
             );
             row
         })
@@ -1093,7 +1131,7 @@ fn c_submit_rows(h: &Helpers) -> Result<Vec<Row>, String> {
             expect: "libflock",
         },
     ];
-    let (out, others) = with_others(|| alternate("c-submit", &variants));
+    let (out, others) = with_others(|| alternate("c-submit", Unit::PerSec, &variants));
     let (mut rows, paired) = out?;
     rows[0].note = format!(
         "Pool::submit, Rust closure (metrics_cost example); others kept {others:.2} CPUs busy"
@@ -1104,6 +1142,43 @@ fn c_submit_rows(h: &Helpers) -> Result<Vec<Row>, String> {
     );
     let got = median(&paired[1]);
     rows[1].verdict = verdict(got >= 0.9, format!("C ÷ Rust ≥0.90: {got:.3}"));
+    Ok(rows)
+}
+
+/// `cpp-reduce`: `flock::parallel_reduce` over 16 Mi doubles on the global pool from C++
+/// (`flock-cpp`) against the same sum split statically over one `std::thread` per CPU
+/// (`std-thread`, the reference, as the no-pool row is for 1u-1Mt), alternating run by run
+/// ([`alternate`]); times per reduction. The verdict is on the median of the paired ratios
+/// (flock's time ÷ the threads' in the same round). Target: ≤ 1.1.
+fn cpp_reduce_rows(h: &Helpers) -> Result<Vec<Row>, String> {
+    let Some(bin) = &h.cpp_reduce else {
+        return Err("cpp-reduce: its helper did not build".into());
+    };
+    let variants = [
+        Variant {
+            pool: "std-thread",
+            bin,
+            args: &["--threads"],
+            expect: "std::thread static split",
+        },
+        Variant {
+            pool: "flock-cpp",
+            bin,
+            args: &["--flock"],
+            expect: "flock parallel_reduce",
+        },
+    ];
+    let (out, others) = with_others(|| alternate("cpp-reduce", Unit::Time, &variants));
+    let (mut rows, paired) = out?;
+    rows[0].note = format!(
+        "16 Mi doubles summed in one slice per CPU, a std::thread each (started and joined per run); others kept {others:.2} CPUs busy"
+    );
+    rows[1].note = format!(
+        "flock::parallel_reduce on flock::global(), 256 pieces in a fixed tree; flock ÷ threads: {}",
+        paired_note(&paired[1])
+    );
+    let got = median(&paired[1]);
+    rows[1].verdict = verdict(got <= 1.1, format!("≤1.1× std-thread: {got:.3}"));
     Ok(rows)
 }
 
@@ -1184,7 +1259,7 @@ fn metrics_cost_rows(h: &Helpers) -> Result<Vec<Row>, String> {
             expect: "metrics=off latency=off",
         },
     ];
-    let (out, others) = with_others(|| alternate("metrics-cost", &variants));
+    let (out, others) = with_others(|| alternate("metrics-cost", Unit::PerSec, &variants));
     let (mut rows, paired) = out?;
     let on_vs_off: Vec<f64> = paired[2].iter().map(|r| 1.0 / r).collect();
     let latency_vs_off: Vec<f64> = paired[1]
@@ -1634,7 +1709,22 @@ fn svg(rows: &[Row], m: &Machine) -> String {
     s
 }
 
+/// `--only W1,W2`: the subprocess workloads to run (of `c-submit`, `metrics-cost`,
+/// `cpp-reduce`), none of the others; the chart is not written then. `None`: everything.
+fn only_arg() -> Option<Vec<String>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => None,
+        [flag, list] if flag == "--only" => Some(list.split(',').map(str::to_string).collect()),
+        _ => {
+            eprintln!("usage: bench_report [--only c-submit,metrics-cost,cpp-reduce]");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
+    let only = only_arg();
     // The subprocess binaries are built before the clock and the CPU accounting start.
     let built = Instant::now();
     let helpers = build_helpers();
@@ -1646,6 +1736,9 @@ fn main() {
     let ticks_before = busy_ticks();
     let mut m = machine();
     eprintln!("calibrating: {} spin rounds per µs", common::spins_per_us());
+    if let Some(only) = &only {
+        return report_only(only, &helpers, m);
+    }
     // idle-cpu first: nothing else of this process has run yet, so no stray threads exist.
     let idle = idle_rows();
     let mut rows = one_submitter_rows();
@@ -1658,7 +1751,11 @@ fn main() {
     rows.extend(wake_rows());
     rows.extend(idle); // after wake-latency, as numbered in docs/bench.md
     let mut skipped = helpers.failures.clone();
-    for sub in [c_submit_rows(&helpers), metrics_cost_rows(&helpers)] {
+    for sub in [
+        c_submit_rows(&helpers),
+        metrics_cost_rows(&helpers),
+        cpp_reduce_rows(&helpers),
+    ] {
         match sub {
             Ok(r) => rows.extend(r),
             Err(e) => {
@@ -1686,7 +1783,7 @@ fn main() {
     m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
     print!("{}", markdown(&rows, &m, took));
     println!(
-        "\nThe subprocess binaries (c-submit, metrics-cost) were built in {:.0} s before the clock started.",
+        "\nThe subprocess binaries (c-submit, metrics-cost, cpp-reduce) were built in {:.0} s before the clock started.",
         build_took.as_secs_f64()
     );
     for e in &skipped {
@@ -1697,4 +1794,29 @@ fn main() {
     let path = docs.join("bench.svg");
     std::fs::write(&path, svg(&rows, &m)).expect("write docs/bench.svg");
     eprintln!("wrote {}", path.display());
+}
+
+/// `--only`: the named subprocess workloads alone, their table printed; no chart written.
+fn report_only(only: &[String], helpers: &Helpers, mut m: Machine) {
+    let start = Instant::now();
+    let ticks_before = busy_ticks();
+    let mut rows = Vec::new();
+    for name in only {
+        let sub = match name.as_str() {
+            "c-submit" => c_submit_rows(helpers),
+            "metrics-cost" => metrics_cost_rows(helpers),
+            "cpp-reduce" => cpp_reduce_rows(helpers),
+            other => Err(format!("--only: no subprocess workload {other}")),
+        };
+        match sub {
+            Ok(r) => rows.extend(r),
+            Err(e) => println!("Left out: {e}"),
+        }
+    }
+    let took = start.elapsed();
+    let ticks_after = busy_ticks();
+    let others = (ticks_after.0 - ticks_before.0).saturating_sub(ticks_after.1 - ticks_before.1);
+    // Ticks are 1/100 s (`getconf CLK_TCK`).
+    m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
+    print!("{}", markdown(&rows, &m, took));
 }

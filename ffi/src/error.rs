@@ -43,8 +43,9 @@ pub enum flock_status {
     /// fine; the call did not complete and wrote no out-parameter.
     FLOCK_ERR_PANIC = 8,
     /// An argument is out of its range: a worker index not below the pool's worker count, a
-    /// worker count flock_resize cannot take (0, or above the pool's max_workers), or a value
-    /// that is not one of its enumeration's constants.
+    /// worker count flock_resize cannot take (0, or above the pool's max_workers), a value
+    /// that is not one of its enumeration's constants, or flock_global's handle given to
+    /// flock_shutdown (the process-wide pool is never shut down).
     FLOCK_ERR_INVALID_ARGUMENT = 9,
     /// The lane named (by index or name) does not exist in this pool: a submit's task was not
     /// accepted (the caller still owns its argument); flock_lane_index and flock_lane_stats

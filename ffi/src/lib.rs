@@ -8,7 +8,8 @@
 //!
 //! One module per C type: `error` (`flock_status_t`), `config` (`flock_config_t`), `lane`
 //! (`flock_lane_t`, finding a lane by name), `pool` (`flock_pool_t`, waiting and shutdown),
-//! `control` (resizing, pausing and resuming a running pool), `task` (submitting C
+//! `global` (`flock_global`, the process-wide pool), `control` (resizing, pausing and
+//! resuming a running pool), `task` (submitting C
 //! callbacks, one at a time or in batches), `group` (`flock_group_t`, task groups, and
 //! `flock_purge`), `stats` (`flock_stats_t`, `flock_worker_stats_t`,
 //! `flock_lane_stats_t`), and `panic` (the boundary every export sits behind). Conventions, all checked by `ffi/tests`: every pointer argument is checked for
@@ -22,6 +23,7 @@
 mod config;
 mod control;
 mod error;
+mod global;
 mod group;
 mod lane;
 mod panic;
@@ -37,6 +39,7 @@ pub use control::{
     flock_is_paused, flock_pause, flock_resize, flock_resume, flock_uses_membarrier,
 };
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
+pub use global::flock_global;
 pub use group::{
     flock_group, flock_group_cancel, flock_group_free, flock_group_new, flock_group_submit,
     flock_group_submit_ex, flock_group_submit_lane, flock_group_submit_lane_ex, flock_group_t,

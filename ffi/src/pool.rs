@@ -2,13 +2,15 @@
 
 use crate::config::{builder_from, flock_config, flock_config_t};
 use crate::error::flock_status_t;
+use crate::global::{is_global, PoolRef};
 use crate::panic::ffi_panic_boundary;
 use std::time::Duration;
 
 /// A pool of worker threads. Opaque: create it with flock_pool_new, free it with
-/// flock_pool_free.
+/// flock_pool_free; or take the process-wide pool's handle from flock_global.
 pub struct flock_pool {
-    pub(crate) inner: flock_core::Pool,
+    /// Derefs to the core's pool: this handle's own, or the global one.
+    pub(crate) inner: PoolRef,
 }
 
 /// See `struct flock_pool`.
@@ -87,7 +89,7 @@ pub unsafe extern "C" fn flock_pool_new(
         }
         match builder.build() {
             Ok(inner) => {
-                let pool = Box::into_raw(Box::new(flock_pool { inner }));
+                let pool = Box::into_raw(Box::new(flock_pool { inner: PoolRef::Owned(inner) }));
                 // SAFETY: `out` is not NULL (checked above) and writable per the contract.
                 unsafe { out.write(pool) };
                 flock_status_t::FLOCK_OK
@@ -115,10 +117,10 @@ pub unsafe extern "C" fn flock_pool_new(
 #[no_mangle]
 pub unsafe extern "C" fn flock_pool_free(pool: *mut flock_pool_t) {
     ffi_panic_boundary! {
-        if pool.is_null() {
+        if pool.is_null() || is_global(pool) {
             return;
         }
-        // SAFETY: a non-NULL `pool` came from Box::into_raw in flock_pool_new and is given up
+        // SAFETY: a non-NULL `pool` other than the global handle came from Box::into_raw in flock_pool_new and is given up
         // by the caller (this function's contract). Dropping the core Pool shuts down and joins.
         drop(unsafe { Box::from_raw(pool) });
     }
@@ -194,7 +196,8 @@ pub unsafe extern "C" fn flock_wait_timeout(
 ///
 /// Returns FLOCK_OK (also for a pool already shut down: shutting down twice is fine);
 /// FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_INVALID_ARGUMENT when mode is not a
-/// flock_shutdown_mode_t constant; FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
+/// flock_shutdown_mode_t constant, or when pool is flock_global's handle (the process shares
+/// that pool: nothing changes); FLOCK_ERR_WOULD_DEADLOCK when called from inside one of
 /// this pool's own tasks, or from a drop callback that flock_purge or flock_group_cancel calls
 /// (as for flock_wait; nothing changes: use flock_pool_free from a task, or return and shut
 /// down from outside).
@@ -218,6 +221,9 @@ pub unsafe extern "C" fn flock_shutdown(
             Ok(pool) => pool,
             Err(status) => return status,
         };
+        if is_global(pool) {
+            return flock_status_t::FLOCK_ERR_INVALID_ARGUMENT;
+        }
         let now = match mode.0 {
             0 => false,
             1 => true,
