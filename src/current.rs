@@ -23,7 +23,7 @@ use crate::worker::with_current;
 use crate::SubmitError;
 
 /// The pool of the worker running this thread, if it is one.
-fn current_registry() -> Option<Arc<Registry>> {
+pub(crate) fn current_registry() -> Option<Arc<Registry>> {
     with_current(|w| w.map(|w| w.registry_arc().clone()))
 }
 

@@ -28,8 +28,9 @@
 //! # When to use flock, and when not
 //!
 //! * **Against [rayon](https://docs.rs/rayon)**: rayon is the tool for data parallelism
-//!   (`par_iter`) and for fork-join inside one computation, and is faster than flock at
-//!   `join` itself. flock is a *service* pool: tasks arrive from many threads over the life
+//!   through iterator adaptors (`par_iter().filter().map()...`), and is faster than flock at
+//!   `join` itself; flock has the common slice helpers as plain functions ([Data
+//!   parallelism](#data-parallelism)). flock is a *service* pool: tasks arrive from many threads over the life
 //!   of a program, and it gives you what a long-running service needs around them: a bound on
 //!   queued work with a policy for when it is reached ([`Backpressure`]), tasks handed back
 //!   when refused ([`SubmitError::into_inner`]), graceful and immediate shutdown, weighted
@@ -62,6 +63,25 @@
 //! pool (the calling worker's, else the [`global()`] one); [`Pool::install`] runs a closure on
 //! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
 //! give per-call FIFO order.
+//!
+//! # Data parallelism
+//!
+//! Over slices, on a [`Pool`] or on the current pool (the free forms): [`par_for_each`],
+//! [`par_for_each_mut`], [`par_chunks_mut`], [`map_reduce`] (repeatable: the pieces and the
+//! order they are combined in depend on the length and the worker count only), and the sorts
+//! [`par_sort`] / [`par_sort_by`] (stable, a merge sort) and [`par_sort_unstable`] /
+//! [`par_sort_unstable_by`] (a quicksort splitting at the median). Each blocks its caller
+//! until done, re-raises a panic of its closure, and cuts the slice as [`Pool::for_each`]
+//! cuts a range: about four pieces per worker.
+//!
+//! ```
+//! let pool = flock::Pool::builder().workers(2).build()?;
+//! let mut v: Vec<u64> = (0..100_000).rev().collect();
+//! pool.par_sort_unstable(&mut v);
+//! let sum = pool.map_reduce(&v, || 0, |x| x * 2, |a, b| a + b);
+//! assert_eq!(sum, 99_999 * 100_000);
+//! # Ok::<(), flock::BuildError>(())
+//! ```
 //!
 //! # Tasks, results and borrowing
 //!
@@ -187,6 +207,7 @@ mod join;
 mod lane;
 mod latch;
 mod metrics;
+mod par;
 mod pin;
 mod pool;
 mod purge;
@@ -216,6 +237,10 @@ pub use global::{global, try_global};
 pub use group::{GroupError, TaskGroup};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
+pub use par::{
+    map_reduce, par_chunks_mut, par_for_each, par_for_each_mut, par_sort, par_sort_by,
+    par_sort_unstable, par_sort_unstable_by,
+};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::{CancelOnDrop, JoinHandle};

@@ -344,7 +344,7 @@ impl Pool {
         if len == 0 {
             return;
         }
-        let chunk = chunk.unwrap_or_else(|| len.div_ceil(4 * self.workers()).max(1));
+        let chunk = chunk.unwrap_or_else(|| crate::par::auto_chunk(len, self.workers()));
         let f = &f;
         let end = range.end;
         self.scope(|s| {
