@@ -568,6 +568,30 @@ impl PoolBuilder {
         self
     }
 
+    /// Builds the process's [`global`](fn@crate::global) pool with this configuration,
+    /// instead of the defaults and environment variables its first use would read; the free
+    /// functions ([`flock::spawn`](fn@crate::spawn), [`flock::join`](fn@crate::join), ...) off
+    /// the workers then use it. As rayon's `ThreadPoolBuilder::build_global`. Call it early
+    /// in `main`: once the global pool exists it cannot be replaced. The pool lives for the
+    /// rest of the process and cannot be shut down (see [`global`](fn@crate::global)).
+    ///
+    /// # Errors
+    /// [`BuildError::GlobalAlreadyBuilt`] when the global pool was built already (by an
+    /// earlier call, or by a first use); nothing is started then. Any error of
+    /// [`build`](PoolBuilder::build) otherwise, and the global pool stays unbuilt.
+    ///
+    /// ```
+    /// flock::Pool::builder().workers(2).capacity(1_000).build_global()?;
+    /// assert_eq!(flock::global().workers(), 2);
+    /// assert_eq!(flock::global().capacity(), 1_000);
+    /// let again = flock::Pool::builder().build_global().unwrap_err();
+    /// assert!(matches!(again, flock::BuildError::GlobalAlreadyBuilt));
+    /// # Ok::<(), flock::BuildError>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        crate::global::build_global(self)
+    }
+
     /// Checks the configuration and starts the workers. Returns once every worker is running
     /// (and pinned, when asked). A configuration that cannot work is a [`BuildError`] that
     /// says what to change, before any thread starts.

@@ -386,6 +386,10 @@ pub enum WaitError {
     /// The pool is paused with tasks waiting in a queue: they would not start before
     /// [`Pool::resume`](crate::Pool::resume), so waiting could last forever.
     Paused,
+    /// A shutdown was asked of the [`global`](fn@crate::global) pool, which every part of the
+    /// process shares and which is never shut down; nothing was changed. Wait for it with
+    /// [`Pool::wait`](crate::Pool::wait) instead.
+    GlobalPool,
 }
 
 impl fmt::Display for WaitError {
@@ -397,6 +401,9 @@ impl fmt::Display for WaitError {
             }
             WaitError::Timeout => "the timeout passed before the pool finished",
             WaitError::Paused => "the pool is paused with tasks queued; resume() it before waiting",
+            WaitError::GlobalPool => {
+                "the global pool is shared by the whole process and cannot be shut down; wait() for it instead"
+            }
         })
     }
 }
@@ -588,6 +595,11 @@ pub enum BuildError {
         /// What it holds.
         value: String,
     },
+    /// [`PoolBuilder::build_global`](crate::PoolBuilder::build_global) was called after the
+    /// global pool was built (by an earlier `build_global`, or on first use of
+    /// [`global`](fn@crate::global) or a free function). As rayon's `build_global`, it
+    /// configures the global pool only before anything uses it.
+    GlobalAlreadyBuilt,
 }
 
 impl fmt::Display for BuildError {
@@ -645,6 +657,10 @@ impl fmt::Display for BuildError {
                 };
                 write!(f, "{var}={value:?} is not valid; set it to {wanted}, or unset it")
             }
+            BuildError::GlobalAlreadyBuilt => f.write_str(
+                "build_global: the global pool was already built (by build_global or a first use); \
+                 call build_global once, before anything uses the global pool",
+            ),
         }
     }
 }

@@ -99,7 +99,9 @@
 //! Small programs need no `Pool` of their own: [`flock::submit`](submit),
 //! [`flock::spawn`](fn@spawn) and [`global()`] use one process-wide pool, built on first use with
 //! the defaults (`FLOCK_WORKERS` sets its size, `FLOCK_MEMBARRIER` its
-//! [`PoolBuilder::membarrier`]) and never dropped.
+//! [`PoolBuilder::membarrier`]), or before that by [`PoolBuilder::build_global`] with a
+//! configuration of yours; it is never dropped, and cannot be shut down (its shutdown calls
+//! answer [`WaitError::GlobalPool`]).
 //!
 //! ```
 //! flock::submit(|| println!("on the process-wide pool"))?;

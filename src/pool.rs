@@ -44,6 +44,9 @@ pub(crate) const BATCH: usize = 256;
 /// ```
 pub struct Pool {
     registry: Arc<Registry>,
+    /// The process-wide pool (`global.rs`): its shutdown calls answer
+    /// `WaitError::GlobalPool`.
+    global: bool,
 }
 
 impl fmt::Debug for Pool {
@@ -92,7 +95,16 @@ impl Pool {
     }
 
     pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
-        Pool { registry }
+        Pool {
+            registry,
+            global: false,
+        }
+    }
+
+    /// This pool as the global pool: one that cannot be shut down.
+    pub(crate) fn into_global(mut self) -> Pool {
+        self.global = true;
+        self
     }
 
     /// The shared state, for handles built on a pool (`TaskGroup`, `install`, broadcasts).
@@ -599,10 +611,14 @@ impl Pool {
     /// joins every thread. Safe to call from several threads and more than once; submitters
     /// racing it either get their task in (and it runs) or get it back.
     ///
+    /// Blocks the calling thread until the tasks finished and the threads are joined.
+    ///
     /// # Errors
     /// [`WaitError::WouldDeadlock`] from one of the pool's own tasks, or from the destructor
     /// of a task that [`purge`](Pool::purge) or [`TaskGroup::cancel`](crate::TaskGroup::cancel)
-    /// drops (see [`wait`](Pool::wait)); nothing is changed.
+    /// drops (see [`wait`](Pool::wait)); [`WaitError::GlobalPool`] on the
+    /// [`global`](fn@crate::global) pool, which is never shut down (as every shutdown call
+    /// answers there). Nothing is changed.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -617,7 +633,8 @@ impl Pool {
 
     /// Like [`shutdown`](Pool::shutdown), waiting at most `timeout` for the tasks to finish.
     /// On [`WaitError::Timeout`] the pool stays closed and keeps draining; a later shutdown
-    /// call or the pool's drop joins the threads.
+    /// call or the pool's drop joins the threads. Blocks the calling thread up to `timeout`;
+    /// errors as [`shutdown`](Pool::shutdown)'s otherwise.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -632,7 +649,8 @@ impl Pool {
     /// for running ones, joins every thread, and returns how many tasks this pool's shutdowns
     /// have dropped in total ([`dropped_by_shutdown`](Pool::dropped_by_shutdown): a second
     /// call, or one racing this one, returns the same total; tasks dropped by
-    /// [`purge`](Pool::purge) or a cancel are not in it).
+    /// [`purge`](Pool::purge) or a cancel are not in it). Blocks the calling thread until the
+    /// running tasks finished; errors as [`shutdown`](Pool::shutdown)'s.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -652,6 +670,9 @@ impl Pool {
     }
 
     fn close(&self, now: bool, deadline: Option<Instant>) -> Result<u64, WaitError> {
+        if self.global {
+            return Err(WaitError::GlobalPool);
+        }
         if self.inside() {
             return Err(WaitError::WouldDeadlock);
         }
