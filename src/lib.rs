@@ -193,6 +193,7 @@
 #![warn(rust_2018_idioms)]
 
 mod admit;
+mod awaits;
 mod broadcast;
 mod builder;
 mod clock;
@@ -228,6 +229,7 @@ mod worker;
 mod loom_tests;
 
 pub use admit::{SpawnAsync, SubmitAsync};
+pub use awaits::{GroupWaitAsync, RunAsync, WaitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
 pub use current::{
     current_num_workers, join, scope, scope_fifo, spawn, spawn_fifo, submit, yield_now, Yield,

@@ -120,7 +120,7 @@ impl Pool {
     /// there would wait for the calling task itself.
     ///
     /// [`TaskGroup::cancel`]: crate::TaskGroup::cancel
-    fn inside(&self) -> bool {
+    pub(crate) fn inside(&self) -> bool {
         self.own_worker(|w| w.is_some())
             || self.registry.runs_task_off_worker_here()
             || crate::purge::drops_tasks_here(&self.registry)
