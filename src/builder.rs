@@ -84,6 +84,7 @@ enum Pinning {
 /// assert_eq!(pool.workers(), 2);
 /// ```
 #[must_use = "a builder does nothing until build() is called"]
+#[doc(alias = "ThreadPoolBuilder")]
 pub struct PoolBuilder {
     workers: Option<usize>,
     capacity: usize,
@@ -196,14 +197,18 @@ impl PoolBuilder {
         Self::default()
     }
 
-    /// Number of worker threads to start with. Default: the CPUs this process may run on
+    /// Number of worker threads to start with. Default, and what `0` asks for (as rayon's
+    /// `num_threads(0)`): the CPUs this process may run on
     /// (`std::thread::available_parallelism`, which honours affinity masks and cgroup quotas).
     /// [`Pool::resize`] changes it later, up to [`max_workers`](PoolBuilder::max_workers).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(3).build().unwrap();
     /// assert_eq!(pool.workers(), 3);
+    /// let default = flock::Pool::builder().workers(0).build().unwrap();
+    /// assert_eq!(default.workers(), std::thread::available_parallelism().map_or(1, usize::from));
     /// ```
+    #[doc(alias = "num_threads")]
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -607,12 +612,9 @@ impl PoolBuilder {
     /// ```
     pub fn build(self) -> Result<Pool, BuildError> {
         let workers = match self.workers {
+            Some(0) | None => std::thread::available_parallelism().map_or(1, usize::from),
             Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, usize::from),
         };
-        if workers == 0 {
-            return Err(BuildError::ZeroWorkers);
-        }
         if workers > MAX_WORKERS {
             return Err(BuildError::TooManyWorkers {
                 requested: workers,

@@ -471,6 +471,46 @@ impl JoinError {
             _ => None,
         }
     }
+
+    /// Whether the task was removed before it started: [`Cancelled`](JoinError::Cancelled)
+    /// by [`JoinHandle::cancel`](crate::JoinHandle::cancel) (or a dropped
+    /// [`CancelOnDrop`](crate::CancelOnDrop), or a
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)), or [`Dropped`](JoinError::Dropped) by
+    /// `shutdown_now` or [`Pool::purge`](crate::Pool::purge). As tokio's
+    /// `JoinError::is_cancelled` (which a runtime shutdown gives too). A refused task was
+    /// never accepted, so it is not cancelled.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// pool.pause();
+    /// let queued = pool.spawn(|| 1);
+    /// assert!(queued.cancel());
+    /// let err = queued.join().unwrap_err();
+    /// assert!(err.is_cancelled() && !err.is_panic());
+    /// ```
+    #[doc(alias = "is_canceled")]
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, JoinError::Cancelled | JoinError::Dropped)
+    }
+
+    /// The panic payload if the task panicked, else the error itself back. As tokio's
+    /// `JoinError::try_into_panic`.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let err = pool.spawn(|| std::panic::panic_any(7u8)).join().unwrap_err();
+    /// let payload = err.try_into_panic().expect("it panicked");
+    /// assert_eq!(payload.downcast_ref::<u8>(), Some(&7));
+    /// pool.shutdown().unwrap();
+    /// let refused = pool.spawn(|| ()).join().unwrap_err();
+    /// assert!(matches!(refused.try_into_panic(), Err(flock::JoinError::Refused(_))));
+    /// ```
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self {
+            JoinError::Panicked(p) => Ok(p.into_inner()),
+            other => Err(other),
+        }
+    }
 }
 
 impl fmt::Debug for JoinError {
@@ -509,14 +549,16 @@ impl std::error::Error for JoinError {}
 /// An invalid pool configuration, or a failure to start the pool's threads.
 ///
 /// ```
-/// let err = flock::Pool::builder().workers(0).build().unwrap_err();
-/// assert!(matches!(err, flock::BuildError::ZeroWorkers));
+/// let err = flock::Pool::builder().capacity(0).build().unwrap_err();
+/// assert!(matches!(err, flock::BuildError::ZeroCapacity));
 /// println!("{err}"); // says what to change
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// `workers(0)`: a pool needs at least one worker.
+    /// A pool needs at least one worker. Not returned by
+    /// [`build`](crate::PoolBuilder::build) any more: `workers(0)` now asks for the default
+    /// (as rayon's `num_threads(0)`); kept so that code matching on it still compiles.
     ZeroWorkers,
     /// More workers than the sleep protocol's counters can hold.
     TooManyWorkers {

@@ -105,6 +105,7 @@ impl std::error::Error for GroupError {}
 /// assert_eq!(leaves.load(Ordering::Relaxed), 32);
 /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 /// ```
+#[doc(alias = "JoinSet")]
 pub struct TaskGroup {
     state: CellArc<GroupState>,
     registry: Arc<Registry>,
@@ -611,8 +612,25 @@ impl fmt::Debug for TaskGroup {
     }
 }
 
-/// The registry side of `TaskGroup::wait_async` (`src/awaits.rs`).
+/// `wait_for`, the name `Pool` uses for its `Result` form; and the group side of
+/// `TaskGroup::wait_async` (`src/awaits.rs`).
 impl TaskGroup {
+    /// [`wait_timeout`](TaskGroup::wait_timeout) under the name [`Pool::wait_for`] has: both
+    /// wait at most `timeout` and answer a `Result` (`Err(GroupError::Timeout)` when tasks are
+    /// still unfinished then). Blocks the calling thread up to `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// group.spawn(|| ());
+    /// assert_eq!(group.wait_for(Duration::from_secs(60)), Ok(()));
+    /// assert_eq!(pool.wait_for(Duration::from_secs(60)), Ok(()));
+    /// ```
+    pub fn wait_for(&self, timeout: Duration) -> Result<(), GroupError> {
+        self.wait_timeout(timeout)
+    }
+
     /// `wait` as a future's poll: ready with the wait's result once nothing of the group is
     /// unfinished; else `cx`'s waker is stored under `*id` and woken by the task that brings
     /// the count to zero.

@@ -197,6 +197,7 @@ mod awaits;
 mod broadcast;
 mod builder;
 mod clock;
+mod context;
 mod current;
 mod deque;
 mod error;
@@ -231,6 +232,11 @@ mod loom_tests;
 pub use admit::{SpawnAsync, SubmitAsync};
 pub use awaits::{GroupWaitAsync, RunAsync, WaitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use context::{
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join_context, max_num_threads, BroadcastContext,
+    FnContext,
+};
 pub use current::{
     current_num_workers, join, scope, scope_fifo, spawn, spawn_fifo, submit, yield_now, Yield,
 };

@@ -42,11 +42,13 @@ pub(crate) const BATCH: usize = 256;
 /// pool.wait().unwrap();
 /// assert_eq!(hits.load(Ordering::Relaxed), 1000);
 /// ```
+#[doc(alias = "ThreadPool", alias = "Runtime")]
 pub struct Pool {
     registry: Arc<Registry>,
-    /// The process-wide pool (`global.rs`): its shutdown calls answer
-    /// `WaitError::GlobalPool`.
-    global: bool,
+    /// A handle that does not own the pool: the process-wide pool's (`global.rs`), whose
+    /// shutdown calls answer `WaitError::GlobalPool`, or one lent for a call
+    /// (`Pool::lend`), whose drop does not close the pool.
+    shared: bool,
 }
 
 impl fmt::Debug for Pool {
@@ -97,14 +99,23 @@ impl Pool {
     pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
         Pool {
             registry,
-            global: false,
+            shared: false,
         }
     }
 
     /// This pool as the global pool: one that cannot be shut down.
     pub(crate) fn into_global(mut self) -> Pool {
-        self.global = true;
+        self.shared = true;
         self
+    }
+
+    /// Runs `f` with a handle on `registry`'s pool that closes nothing when dropped: for the
+    /// free functions that reach the current pool's `Pool` methods from a worker.
+    pub(crate) fn lend<R>(registry: &Arc<Registry>, f: impl FnOnce(&Pool) -> R) -> R {
+        f(&Pool {
+            registry: registry.clone(),
+            shared: true,
+        })
     }
 
     /// The shared state, for handles built on a pool (`TaskGroup`, `install`, broadcasts).
@@ -380,6 +391,7 @@ impl Pool {
     /// let sum: u64 = squares.into_iter().map(|h| h.join().unwrap()).sum();
     /// assert_eq!(sum, 285);
     /// ```
+    #[doc(alias = "spawn_blocking")]
     pub fn spawn<F, T>(&self, task: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -547,12 +559,24 @@ impl Pool {
     /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
     /// Called from where [`wait`](Pool::wait) answers [`WaitError::WouldDeadlock`] it cannot
     /// wait, and returns `false` at once; [`wait_for`](Pool::wait_for) tells the two apart.
+    /// Blocks the calling thread up to `timeout`.
+    ///
+    /// Deprecated: [`TaskGroup::wait_timeout`](crate::TaskGroup::wait_timeout) returns a
+    /// `Result`, and the same name should not mean two things. [`wait_for`](Pool::wait_for)
+    /// (on both types) is the `Result` form; `wait_for(t).is_ok()` is this `bool`.
     ///
     /// ```
+    /// # #![allow(deprecated)]
     /// let pool = flock::Pool::new();
     /// pool.submit(|| ()).unwrap();
     /// assert!(pool.wait_timeout(std::time::Duration::from_secs(10)));
+    /// assert!(pool.wait_for(std::time::Duration::from_secs(10)).is_ok()); // the same
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `wait_for`, which returns a Result as `TaskGroup::wait_timeout` does \
+                (`wait_for(t).is_ok()` is this bool)"
+    )]
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.wait_for(timeout).is_ok()
     }
@@ -567,8 +591,7 @@ impl Pool {
     /// (they go on running); [`WaitError::WouldDeadlock`], at once, from where
     /// [`wait`](Pool::wait) answers it (one of the pool's own tasks, on a worker or off the
     /// workers, or the destructor of a task being dropped by [`purge`](Pool::purge) or
-    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)), where
-    /// [`wait_timeout`](Pool::wait_timeout) answers a bare `false`.
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)).
     ///
     /// ```
     /// use flock::{Backpressure, Pool, WaitError};
@@ -670,7 +693,7 @@ impl Pool {
     }
 
     fn close(&self, now: bool, deadline: Option<Instant>) -> Result<u64, WaitError> {
-        if self.global {
+        if self.shared {
             return Err(WaitError::GlobalPool);
         }
         if self.inside() {
@@ -750,13 +773,24 @@ impl Pool {
     /// [`WorkerState`](crate::WorkerState) is `Running`), without building a
     /// [`Stats`](crate::Stats) snapshot. A worker waiting inside a task (`join`, `scope`)
     /// with nothing to run is parked, so it does not count. A gauge, as
-    /// [`queued`](Pool::queued).
+    /// [`queued`](Pool::queued); but once [`wait`](Pool::wait) returned `Ok` and nothing was
+    /// submitted since, it is 0.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).build().unwrap();
     /// assert!(pool.install(|| pool.running()) >= 1); // this one, at least
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.running(), 0);
     /// ```
     pub fn running(&self) -> usize {
+        // A worker stays `Running` from the end of its task until it has looked for the next
+        // one. With nothing outstanding (every task, join from outside, scope task and
+        // broadcast is counted) no worker runs a task, whatever the states say: so `running`
+        // agrees with a `wait` that just returned.
+        if self.registry.counters.outstanding() == 0 {
+            return 0;
+        }
         self.registry.workers_running()
     }
 
@@ -778,6 +812,7 @@ impl Pool {
     /// ```
     /// assert_eq!(flock::Pool::builder().workers(5).build().unwrap().workers(), 5);
     /// ```
+    #[doc(alias = "current_num_threads", alias = "num_threads")]
     pub fn workers(&self) -> usize {
         self.registry.workers()
     }
@@ -930,6 +965,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        if self.shared {
+            return;
+        }
         if self.inside() {
             // Dropped by one of its own tasks: a thread cannot join itself. Close the pool;
             // the workers drain and exit on their own, and the last one sweeps the queues

@@ -267,6 +267,7 @@ fn register_waker(slot: &Mutex<Option<Wake>>, waker: &Waker) {
 /// assert!(ran.try_recv().is_err(), "cancelled before it started");
 /// ```
 #[must_use = "dropping it cancels the task if it has not started"]
+#[doc(alias = "AbortOnDropHandle")]
 pub struct CancelOnDrop<T>(Option<JoinHandle<T>>);
 
 impl<T> CancelOnDrop<T> {
@@ -441,6 +442,7 @@ impl<T> JoinHandle<T> {
     /// blocker.join().unwrap();
     /// assert!(matches!(queued.join(), Err(flock::JoinError::Cancelled)));
     /// ```
+    #[doc(alias = "abort")]
     pub fn cancel(&self) -> bool {
         let header = self.cell.header();
         if header
