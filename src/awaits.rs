@@ -189,8 +189,8 @@ impl Pool {
     /// task without blocking the thread that polls it, whatever the pool's
     /// [`Backpressure`](crate::Backpressure) (as [`spawn_async`](Pool::spawn_async)); a task
     /// refused (the pool shut down) resolves to
-    /// [`JoinError::Refused`](crate::JoinError::Refused), a panic to
-    /// [`JoinError::Panicked`](crate::JoinError::Panicked). As tokio's
+    /// [`JoinError::Refused`], a panic to
+    /// [`JoinError::Panicked`]. As tokio's
     /// `spawn_blocking(task).await`, for CPU-bound work.
     ///
     /// Dropping the future before the task is queued drops the task unrun; after, the task

@@ -296,8 +296,9 @@ impl TaskGroup {
     }
 
     /// Runs `task` on the group's pool as one of the group's tasks, as
-    /// [`Pool::spawn`](crate::Pool::spawn) would: a task the pool refuses is dropped unrun
-    /// (and counted refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
+    /// [`Pool::spawn`](crate::Pool::spawn) would (so it blocks the calling thread while a
+    /// `Block` pool's queue is full): a task the pool refuses is dropped unrun (and counted
+    /// refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -424,7 +425,9 @@ impl TaskGroup {
         handles.list.push(handle);
     }
 
-    /// Waits until every task of the group has finished (run, panicked, or dropped by
+    /// Blocks the calling thread (from async code, await
+    /// [`wait_async`](TaskGroup::wait_async) instead) until every task of the group has
+    /// finished (run, panicked, or dropped by
     /// [`cancel`](TaskGroup::cancel), [`Pool::purge`] or `shutdown_now`). On a worker of
     /// any pool, the worker runs its own pool's tasks meanwhile. Returns
     /// `Err(GroupError::Panicked(n))` when `n` tasks panicked since the last wait that

@@ -53,16 +53,89 @@
 //! # Async
 //!
 //! From async code (any executor; flock depends on no runtime): `.await` a [`JoinHandle`]
-//! instead of calling `join`, and submit with [`Pool::spawn_async`] / [`Pool::submit_async`],
-//! which wait for room in a full queue instead of blocking the executor's thread.
-//! [`JoinHandle::cancel_on_drop`] makes a timeout remove work still queued.
+//! instead of calling `join`; [`Pool::run_async`] is one `.await` for room in the queue and
+//! then the result; [`Pool::submit_async`] / [`Pool::spawn_async`] wait for room in a full
+//! queue instead of blocking the executor's thread; [`Pool::wait_async`] and
+//! [`TaskGroup::wait_async`] are the awaitable waits. [`JoinHandle::cancel_on_drop`] makes a
+//! timeout remove work still queued.
+//!
+//! The blocking calls (`submit` and `spawn` on a full queue under [`Backpressure::Block`],
+//! `JoinHandle::join`, `wait`, `join`, `scope`, `install`, the data-parallel helpers) block the
+//! calling thread, and say so in their docs. flock cannot warn when one is made inside an
+//! async task: that is the executor's knowledge (tokio's `block_on` panic reads tokio's own
+//! thread-local), and flock depends on no runtime.
 //!
 //! # Coming from rayon
 //!
-//! [`join()`], [`scope()`], [`spawn()`], [`yield_now`] and [`current_num_workers`] use the current
-//! pool (the calling worker's, else the [`global()`] one); [`Pool::install`] runs a closure on
-//! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
-//! give per-call FIFO order.
+//! Replace `rayon::` with `flock::`; these keep their names and meaning. The free functions
+//! use the current pool: the calling worker's, else the [`global()`] one.
+//!
+//! | rayon | flock |
+//! |---|---|
+//! | `ThreadPoolBuilder::new().num_threads(n)` (0: the default) | [`Pool::builder()`]`.`[`workers(n)`](PoolBuilder::workers) (0: the default) |
+//! | `start_handler`, `exit_handler`, `panic_handler`, `thread_name`, `stack_size` | [`on_worker_start`](PoolBuilder::on_worker_start), [`on_worker_stop`](PoolBuilder::on_worker_stop), [`panic_handler`](PoolBuilder::panic_handler), [`thread_name`](PoolBuilder::thread_name), [`stack_size`](PoolBuilder::stack_size) |
+//! | `build()`, `build_global()` | [`build`](PoolBuilder::build), [`build_global`](PoolBuilder::build_global) |
+//! | `ThreadPool::install`, `join`, `scope`, `scope_fifo`, `spawn`, `spawn_fifo`, `in_place_scope(_fifo)` | [`Pool::install`], [`Pool::join`], [`Pool::scope`], [`Pool::scope_fifo`], [`Pool::spawn`], [`Pool::spawn_fifo`], [`Pool::in_place_scope`] / [`Pool::in_place_scope_fifo`] |
+//! | `ThreadPool::broadcast(\|ctx\| ..)`, `current_num_threads()` | [`Pool::broadcast`]`(\|index\| ..)`, [`Pool::workers`] |
+//! | `join`, `join_context`, `scope`, `scope_fifo`, `in_place_scope(_fifo)`, `spawn`, `spawn_fifo`, `broadcast`, `yield_now` | [`join()`], [`join_context`], [`scope()`], [`scope_fifo`], [`in_place_scope`], [`in_place_scope_fifo`], [`spawn()`], [`spawn_fifo`], [`broadcast()`], [`yield_now`] |
+//! | `current_thread_index`, `current_num_threads`, `max_num_threads`, `current_thread_has_pending_tasks` | the same names ([`current_thread_index`], [`current_num_threads`], [`max_num_threads`], [`current_thread_has_pending_tasks`]); also [`current_worker_index`], [`current_num_workers`] |
+//! | `v.par_iter().for_each(f)`, `v.par_iter_mut().for_each(f)` | [`par_for_each`]`(&v, f)`, [`par_for_each_mut`]`(&mut v, f)` |
+//! | `v.par_chunks_mut(n).enumerate().for_each(\|(i, c)\| ..)` | [`par_chunks_mut`]`(&mut v, n, \|i, c\| ..)` |
+//! | `v.par_iter().map(m).reduce(id, r)` | [`map_reduce`]`(&v, id, m, r)` |
+//! | `v.par_sort()`, `par_sort_by`, `par_sort_unstable`, `par_sort_unstable_by` | [`par_sort`]`(&mut v)`, [`par_sort_by`], [`par_sort_unstable`], [`par_sort_unstable_by`] |
+//! | `(0..n).into_par_iter().for_each(f)` | [`Pool::for_each`]`(0..n, None, f)` |
+//!
+//! Deliberate differences:
+//!
+//! * **[`Pool::scope`] runs its body on the calling thread** (as `in_place_scope` does);
+//!   rayon's `ThreadPool::scope` runs it inside the pool. The scope's tasks run in the pool
+//!   either way; wrap the scope in [`Pool::install`] when the body itself must run there.
+//! * **`spawn` returns a [`JoinHandle`]** (rayon's returns `()`), and from outside the pool it
+//!   is subject to the pool's capacity: it blocks on a full queue under
+//!   [`Backpressure::Block`] (rayon's queue is unbounded).
+//! * **A panicking task does not abort the process**: it is caught, counted, handed to the
+//!   [`panic_handler`](PoolBuilder::panic_handler) and to the task's handle (rayon aborts on a
+//!   panic in `spawn` without a handler).
+//! * **Dropping a [`Pool`] shuts it down and joins its threads**, after the queued tasks ran
+//!   (rayon's drop returns at once and lets the threads finish later).
+//! * **No parallel iterator adaptors** (`filter().map().collect()` chains): the slice helpers
+//!   above are plain functions; [`map_reduce`]'s pieces depend on the length and the worker
+//!   count only, so its result repeats exactly (rayon splits adaptively). The closure of
+//!   [`par_chunks_mut`] gets the chunk's index.
+//! * [`Pool::broadcast`]'s closure gets the worker index; the free [`broadcast()`]'s gets a
+//!   [`BroadcastContext`], as rayon's.
+//! * **The global pool** is configured by [`PoolBuilder::build_global`] or `FLOCK_WORKERS`
+//!   (not `RAYON_NUM_THREADS`), and cannot be shut down.
+//!
+//! # Coming from tokio
+//!
+//! flock is a pool for CPU-bound closures, the role of tokio's blocking pool; its handles are
+//! futures, so async code awaits them on any executor.
+//!
+//! | tokio | flock |
+//! |---|---|
+//! | `spawn_blocking(f).await` | [`Pool::run_async`]`(f).await` (or `flock::global().run_async(f)`) |
+//! | `JoinHandle` (a future), `abort`, `is_finished` | [`JoinHandle`] (a future; [`join`](JoinHandle::join) to block), [`cancel`](JoinHandle::cancel), [`is_finished`](JoinHandle::is_finished) |
+//! | `JoinError::is_cancelled`, `is_panic`, `into_panic`, `try_into_panic` | [`JoinError::is_cancelled`], [`is_panic`](JoinError::is_panic), [`into_panic`](JoinError::into_panic) (an `Option`), [`try_into_panic`](JoinError::try_into_panic) |
+//! | `AbortOnDropHandle` | [`JoinHandle::cancel_on_drop`] ([`CancelOnDrop`]) |
+//! | `JoinSet` (wait for all) | [`TaskGroup`] with [`wait_async`](TaskGroup::wait_async) |
+//! | `runtime::Builder::worker_threads(n)` | [`PoolBuilder::workers`] |
+//! | `Runtime::shutdown_timeout` | [`Pool::shutdown_timeout`] |
+//!
+//! Deliberate differences:
+//!
+//! * **A task is a closure, not a future**: it runs to its end on a worker thread and may
+//!   block there; there are no `.await` points inside it.
+//! * **Cancelling** ([`JoinHandle::cancel`]) removes a task that has not started; a running
+//!   task runs to its end (tokio's `abort` does not stop a `spawn_blocking` task either).
+//! * **The worker count is fixed** (until [`Pool::resize`]), and the queue is bounded with a
+//!   [`Backpressure`] policy: a burst queues rather than starting up to 512 threads.
+//! * **The blocking calls block** (see [Async](#async)); flock cannot detect that it is called
+//!   from an async task, so it neither warns nor panics as tokio's `block_on` does there.
+//! * [`TaskGroup`] waits for its tasks and counts their panics; it does not collect results
+//!   one by one as `JoinSet::join_next` does (await each [`JoinHandle`] for that).
+//! * [`Pool::wait_async`] waits for a paused pool to be resumed and drained (the blocking
+//!   [`Pool::wait`] answers [`WaitError::Paused`] instead).
 //!
 //! # Data parallelism
 //!

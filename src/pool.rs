@@ -147,6 +147,9 @@ impl Pool {
     /// From outside the pool the task goes to the shared queue (of the first lane, when the
     /// pool has several: see [`submit_to`](Pool::submit_to)), subject to capacity and the
     /// [`Backpressure`](crate::Backpressure) policy; a refused task comes back in the error.
+    /// Under [`Backpressure::Block`](crate::Backpressure::Block) (the default) a full queue
+    /// **blocks the calling thread** until there is room: from async code use
+    /// [`submit_async`](Pool::submit_async).
     /// From one of the pool's own tasks it goes to that worker's own deque, in the running
     /// task's lane (never refused, never blocking). A panic in the task is caught, counted and
     /// passed to the panic handler.
@@ -338,8 +341,8 @@ impl Pool {
     /// the pool chooses, about four tasks per worker), and returns when all calls have
     /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
     /// borrow from the caller. A panic in `f` is re-raised here after every task has
-    /// finished. Called from one of the pool's tasks, the worker runs other tasks while it
-    /// waits.
+    /// finished. It blocks the calling thread until then; called from one of the pool's
+    /// tasks, the worker runs other tasks while it waits.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -380,7 +383,10 @@ impl Pool {
 
     /// Runs `task` on the pool and returns a handle to its result.
     ///
-    /// Admission is as for [`submit`](Pool::submit). If the pool refuses the task, the
+    /// Admission is as for [`submit`](Pool::submit): a full queue **blocks the calling
+    /// thread** under `Block`; from async code use [`run_async`](Pool::run_async) (one
+    /// `.await` for room and result) or [`spawn_async`](Pool::spawn_async). If the pool
+    /// refuses the task, the
     /// closure is dropped and the handle's `join` returns
     /// [`JoinError::Refused`](crate::JoinError::Refused); use [`try_spawn`](Pool::try_spawn)
     /// to get the closure back instead.
@@ -473,7 +479,8 @@ impl Pool {
     /// `op` and every task spawned in the scope have finished. If any of them panicked, the
     /// first panic is re-raised here, after all have finished.
     ///
-    /// Called from one of the pool's workers, the worker runs other tasks while it waits.
+    /// The calling thread runs `op` and then blocks until the tasks finished; called from one
+    /// of the pool's workers, the worker runs other tasks while it waits.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -523,8 +530,8 @@ impl Pool {
         })
     }
 
-    /// Blocks until every task accepted so far has finished (or was dropped); the pool stays
-    /// open. Tasks submitted concurrently with the call may or may not be waited for, and a
+    /// Blocks the calling thread until every task accepted so far has finished (or was
+    /// dropped); the pool stays open. From async code, await [`wait_async`](Pool::wait_async). Tasks submitted concurrently with the call may or may not be waited for, and a
     /// steady stream of them can delay the return: `wait` returns once the pool has been seen
     /// with nothing outstanding at some moment after the call began (by this call, another
     /// `wait`er, or the worker that finished the last task). So concurrent `wait`ers all

@@ -340,7 +340,8 @@ impl<T: Send + 'static> JoinHandle<T> {
 }
 
 impl<T> JoinHandle<T> {
-    /// Waits for the task and returns its value, or why there is none.
+    /// Waits for the task and returns its value, or why there is none. Blocks the calling
+    /// thread until then; from async code `.await` the handle instead (it is a future).
     ///
     /// Called from a worker of the same pool, the worker runs other tasks while it waits
     /// (so joining a task you spawned cannot deadlock the pool).
