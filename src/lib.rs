@@ -1,11 +1,14 @@
 //! flock: a multi-threaded work-stealing task pool, with backpressure, priority lanes, live
 //! resizing, panics caught per task, cheap always-on statistics and a C ABI.
 //!
-//! The package is `flock-pool` on crates.io; the library is `flock`:
+//! The package is `flock-pool`; the library is `flock`. Until the package is on crates.io,
+//! depend on the repository (or a clone of it, with `path = ".."`); once published, on the
+//! registry:
 //!
 //! ```toml
 //! [dependencies]
-//! flock-pool = "0.1"
+//! flock-pool = { git = "https://github.com/flock-pool/flock" } # today
+//! # flock-pool = "0.1"                                         # once on crates.io
 //! ```
 //!
 //! ```
