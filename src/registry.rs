@@ -143,7 +143,7 @@ pub(crate) struct Registry {
     /// release, or a failed reservation's undo) takes it from at or above it to below it.
     room_mark: usize,
     shutdown: AtomicU8,
-    /// Threads in `wait_quiescent`.
+    /// Threads in `wait_quiescent`, and `poll_quiet` futures registered (`Pool::wait_async`).
     waiters: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
     /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter

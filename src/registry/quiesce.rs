@@ -47,7 +47,7 @@ impl Registry {
         self.waiters.load(Ordering::Relaxed) > 0
     }
 
-    /// Threads blocked in `wait_quiescent` now (`Stats::waiters`).
+    /// Threads blocked in `wait_quiescent` and pending `poll_quiet` futures now (`Stats::waiters`).
     pub(crate) fn waiters(&self) -> usize {
         self.waiters.load(Ordering::Relaxed)
     }
