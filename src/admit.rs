@@ -46,7 +46,7 @@ impl RoomWakers {
 
     /// Stores `waker` under `*id` (given a new id the first time), replacing the one stored
     /// before unless it wakes the same task.
-    fn register(&self, id: &mut Option<u64>, waker: &Waker) {
+    pub(crate) fn register(&self, id: &mut Option<u64>, waker: &Waker) {
         let mut list = self.list.lock();
         let key = *id.get_or_insert_with(|| {
             list.next_id += 1;
@@ -65,7 +65,7 @@ impl RoomWakers {
     }
 
     /// Removes the waker stored under `id`, if a wake has not taken it already.
-    fn unregister(&self, id: u64) {
+    pub(crate) fn unregister(&self, id: u64) {
         let mut list = self.list.lock();
         if let Some(pos) = list.wakers.iter().position(|(k, _)| *k == id) {
             list.wakers.swap_remove(pos);

@@ -7,6 +7,7 @@
 //! task can end reaches the count through one `Drop`, and no path has to remember it. The
 //! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
 
+use crate::admit::RoomWakers;
 use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
@@ -104,6 +105,7 @@ impl std::error::Error for GroupError {}
 /// assert_eq!(leaves.load(Ordering::Relaxed), 32);
 /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 /// ```
+#[doc(alias = "JoinSet")]
 pub struct TaskGroup {
     state: CellArc<GroupState>,
     registry: Arc<Registry>,
@@ -122,6 +124,8 @@ struct GroupState {
     timed: Condvar,
     /// The handles of tasks not known to be finished, for `cancel`.
     handles: Mutex<Handles>,
+    /// `TaskGroup::wait_async` futures, woken by `transition_to_idle` after the latches.
+    async_waiters: RoomWakers,
 }
 
 /// One wait without a time limit: a fresh latch per wait, so the group's count may go to
@@ -259,6 +263,9 @@ impl GroupState {
             // the waiter is alive while its latch is unset (it waits for it).
             unsafe { latch::set_and_wake(&w.latch, &w.owner) };
         }
+        // After our section under `waiters`' lock: a future that checked `pending` under
+        // it before us had stored its waker already (`poll_idle`).
+        self.async_waiters.wake_all();
     }
 }
 
@@ -282,14 +289,16 @@ impl TaskGroup {
                     list: Vec::new(),
                     prune_at: FIRST_PRUNE,
                 }),
+                async_waiters: RoomWakers::new(),
             }),
             registry: pool.registry().clone(),
         }
     }
 
     /// Runs `task` on the group's pool as one of the group's tasks, as
-    /// [`Pool::spawn`](crate::Pool::spawn) would: a task the pool refuses is dropped unrun
-    /// (and counted refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
+    /// [`Pool::spawn`](crate::Pool::spawn) would (so it blocks the calling thread while a
+    /// `Block` pool's queue is full): a task the pool refuses is dropped unrun (and counted
+    /// refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -416,7 +425,9 @@ impl TaskGroup {
         handles.list.push(handle);
     }
 
-    /// Waits until every task of the group has finished (run, panicked, or dropped by
+    /// Blocks the calling thread (from async code, await
+    /// [`wait_async`](TaskGroup::wait_async) instead) until every task of the group has
+    /// finished (run, panicked, or dropped by
     /// [`cancel`](TaskGroup::cancel), [`Pool::purge`] or `shutdown_now`). On a worker of
     /// any pool, the worker runs its own pool's tasks meanwhile. Returns
     /// `Err(GroupError::Panicked(n))` when `n` tasks panicked since the last wait that
@@ -601,5 +612,57 @@ impl fmt::Debug for TaskGroup {
         f.debug_struct("TaskGroup")
             .field("unfinished", &self.unfinished())
             .finish_non_exhaustive()
+    }
+}
+
+/// `wait_for`, the name `Pool` uses for its `Result` form; and the group side of
+/// `TaskGroup::wait_async` (`src/awaits.rs`).
+impl TaskGroup {
+    /// [`wait_timeout`](TaskGroup::wait_timeout) under the name [`Pool::wait_for`] has: both
+    /// wait at most `timeout` and answer a `Result` (`Err(GroupError::Timeout)` when tasks are
+    /// still unfinished then). Blocks the calling thread up to `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// group.spawn(|| ());
+    /// assert_eq!(group.wait_for(Duration::from_secs(60)), Ok(()));
+    /// assert_eq!(pool.wait_for(Duration::from_secs(60)), Ok(()));
+    /// ```
+    pub fn wait_for(&self, timeout: Duration) -> Result<(), GroupError> {
+        self.wait_timeout(timeout)
+    }
+
+    /// `wait` as a future's poll: ready with the wait's result once nothing of the group is
+    /// unfinished; else `cx`'s waker is stored under `*id` and woken by the task that brings
+    /// the count to zero.
+    pub(crate) fn poll_idle(
+        &self,
+        id: &mut Option<u64>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), GroupError>> {
+        use std::task::Poll;
+        self.refuse_from_own_task()?;
+        // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
+        if self.state.pending.load(Ordering::Acquire) != 0 {
+            self.state.async_waiters.register(id, cx.waker());
+            // Under the lock `transition_to_idle` takes after its decrement: either the zero
+            // is seen here, or that call's `wake_all` (after its lock) sees our waker.
+            let list = self.state.waiters.lock();
+            if self.state.pending.load(Ordering::Acquire) != 0 {
+                return Poll::Pending;
+            }
+            drop(list);
+        }
+        self.forget_waker(id);
+        Poll::Ready(self.take_result())
+    }
+
+    /// Drops the waker a `poll_idle` stored under `*id`, if one is still stored.
+    pub(crate) fn forget_waker(&self, id: &mut Option<u64>) {
+        if let Some(id) = id.take() {
+            self.state.async_waiters.unregister(id);
+        }
     }
 }

@@ -36,7 +36,7 @@ mod quiesce;
 mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
-pub(crate) use self::quiesce::Quiet;
+pub(crate) use self::quiesce::{Quiet, QuietWaiter};
 
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
@@ -143,13 +143,16 @@ pub(crate) struct Registry {
     /// release, or a failed reservation's undo) takes it from at or above it to below it.
     room_mark: usize,
     shutdown: AtomicU8,
-    /// Threads in `wait_quiescent`.
+    /// Threads in `wait_quiescent`, and `poll_quiet` futures registered (`Pool::wait_async`).
     waiters: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
     /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
     /// whose generation moved on returns, whatever the pool does since.
     wait_lock: Mutex<u64>,
     wait_cond: Condvar,
+    /// `Pool::wait_async` futures waiting for quiet (counted in `waiters` too), woken with
+    /// the blocked waiters (`notify_waiters`).
+    quiet_wakers: RoomWakers,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
     live_cond: Condvar,
@@ -240,6 +243,7 @@ impl Registry {
             waiters: AtomicUsize::new(0),
             wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
+            quiet_wakers: RoomWakers::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
             threads: Mutex::new(Vec::with_capacity(slots)),

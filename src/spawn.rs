@@ -275,6 +275,7 @@ fn register_waker(slot: &Mutex<Option<Wake>>, waker: &Waker) {
 /// assert!(ran.try_recv().is_err(), "cancelled before it started");
 /// ```
 #[must_use = "dropping it cancels the task if it has not started"]
+#[doc(alias = "AbortOnDropHandle")]
 pub struct CancelOnDrop<T>(Option<JoinHandle<T>>);
 
 impl<T> CancelOnDrop<T> {
@@ -347,7 +348,8 @@ impl<T: Send + 'static> JoinHandle<T> {
 }
 
 impl<T> JoinHandle<T> {
-    /// Waits for the task and returns its value, or why there is none.
+    /// Waits for the task and returns its value, or why there is none. Blocks the calling
+    /// thread until then; from async code `.await` the handle instead (it is a future).
     ///
     /// Called from a worker of the same pool, the worker runs other tasks while it waits
     /// (so joining a task you spawned cannot deadlock the pool).
@@ -449,6 +451,7 @@ impl<T> JoinHandle<T> {
     /// blocker.join().unwrap();
     /// assert!(matches!(queued.join(), Err(flock::JoinError::Cancelled)));
     /// ```
+    #[doc(alias = "abort")]
     pub fn cancel(&self) -> bool {
         let header = self.cell.header();
         if header

@@ -53,6 +53,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
 /// let inside = pool.spawn(flock::current_worker_index).join().unwrap();
 /// assert!(matches!(inside, Some(0) | Some(1)));
 /// ```
+#[doc(alias = "current_thread_index")]
 pub fn current_worker_index() -> Option<usize> {
     with_current(|w| w.map(|w| w.index))
 }

@@ -116,9 +116,7 @@ impl flock_status {
                 c"a panic inside flock was caught; the call did not complete"
             }
             flock_status::FLOCK_ERR_INVALID_ARGUMENT => c"an argument is out of its range",
-            flock_status::FLOCK_ERR_UNKNOWN_LANE => {
-                c"no lane of that index or name in this pool; the task was not accepted"
-            }
+            flock_status::FLOCK_ERR_UNKNOWN_LANE => c"no lane of that index or name in this pool",
             flock_status::FLOCK_ERR_PAUSED => {
                 c"the pool is paused with tasks queued; resume it before waiting"
             }
@@ -204,6 +202,16 @@ pub extern "C" fn flock_status_str(status: StatusArg) -> *const c_char {
 mod tests {
     use super::*;
     use std::ffi::CStr;
+
+    #[test]
+    fn unknown_lane_message_does_not_speak_of_a_task() {
+        // flock_lane_index and flock_lane_stats answer it too, where no task was offered.
+        let text = flock_status::FLOCK_ERR_UNKNOWN_LANE
+            .message()
+            .to_str()
+            .unwrap();
+        assert!(!text.contains("task"), "{text}");
+    }
 
     #[test]
     fn values_are_explicit_and_stable() {

@@ -87,8 +87,9 @@ pub struct Stats {
     pub wakeups: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
-    /// Threads blocked in [`wait`](crate::Pool::wait) or
-    /// [`wait_timeout`](crate::Pool::wait_timeout) now.
+    /// Callers waiting for the pool to go quiet now: threads blocked in
+    /// [`wait`](crate::Pool::wait) or [`wait_for`](crate::Pool::wait_for), and
+    /// [`wait_async`](crate::Pool::wait_async) futures polled and not yet ready (or dropped).
     pub waiters: usize,
     /// Tasks waiting in a queue (the lanes' shared queues, with the submitting threads'
     /// rings, plus every worker's deque).

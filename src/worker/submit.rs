@@ -151,4 +151,10 @@ impl WorkerThread {
     pub(crate) fn pop_local(&self) -> Option<Job> {
         self.pop_own(self.lane.get())
     }
+
+    /// Whether this worker's own deques (its lanes' and its join deque) hold a job: what
+    /// `current_thread_has_pending_tasks` reports.
+    pub(crate) fn has_local_work(&self) -> bool {
+        !self.joins.is_empty() || self.locals.iter().any(|d| !d.is_empty())
+    }
 }
