@@ -9,7 +9,7 @@
 use crate::job::Job;
 use crate::pool::{fire_and_forget, Pool};
 use crate::registry::{Registry, Route};
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::worker::with_current;
 use crate::{LaneId, RejectReason, SubmitError};
@@ -292,7 +292,7 @@ where
                 Poll::Pending
             }
             Poll::Ready(Ok(route)) => {
-                let (job, handle) = spawn_job(reg, task);
+                let (job, handle, route) = spawn_admitted(reg, route, task);
                 let lane = reg.outside_lane(lane);
                 Registry::dispatch(reg, reg.counters.external(), route, job, lane);
                 Poll::Ready(handle)

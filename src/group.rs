@@ -10,7 +10,7 @@
 use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
@@ -409,7 +409,7 @@ impl TaskGroup {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
+                let (job, handle, route) = spawn_admitted(reg, route, self.wrap(task));
                 Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
                 self.keep(handle);
                 Ok(())
@@ -551,8 +551,9 @@ impl TaskGroup {
     }
 
     /// Drops the group's tasks that have not started: their closures' destructors run here,
-    /// each is counted as dropped in [`Stats`](crate::Stats), and a wait no longer waits for
-    /// them. Returns how many were dropped. Tasks already running are not stopped, and
+    /// each is counted as dropped in [`Stats`](crate::Stats) and gives its place in the
+    /// pool's capacity back at once (as [`JoinHandle::cancel`](crate::JoinHandle::cancel)),
+    /// and a wait no longer waits for them. Returns how many were dropped. Tasks already running are not stopped, and
     /// tasks spawned concurrently with the call may or may not be dropped; a task whose spawn
     /// returned before the call began is dropped if it has not started, whatever waits on the
     /// group run meanwhile (a wait lets go of finished tasks' handles only).

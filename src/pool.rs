@@ -3,7 +3,7 @@
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
 use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
@@ -437,7 +437,7 @@ impl Pool {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, task);
+                let (job, handle, route) = spawn_admitted(reg, route, task);
                 Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
                 Ok(handle)
             }
