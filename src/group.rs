@@ -394,8 +394,9 @@ impl TaskGroup {
         let reg = &self.registry;
         let task = match crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(reg) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(reg, lane, self.wrap(task));
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             _ => Err(task),
@@ -409,8 +410,9 @@ impl TaskGroup {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle, route) = spawn_admitted(reg, route, self.wrap(task));
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, self.wrap(task));
+                Registry::dispatch(reg, shard, route, job, lane);
                 self.keep(handle);
                 Ok(())
             }

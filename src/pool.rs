@@ -424,8 +424,9 @@ impl Pool {
     {
         let task = match self.own_worker(|w| match w {
             Some(w) => {
-                let (job, handle) = spawn_job(&self.registry, task);
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(&self.registry, lane, task);
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             None => Err(task),
@@ -437,8 +438,9 @@ impl Pool {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle, route) = spawn_admitted(reg, route, task);
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, task);
+                Registry::dispatch(reg, shard, route, job, lane);
                 Ok(handle)
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
@@ -708,7 +710,7 @@ impl Pool {
 
     /// Tasks waiting in the pool's queues now (shared queues, workers' deques, bundles), as
     /// [`Stats::queued`](crate::Stats::queued) but without building a snapshot: a few loads
-    /// per worker, no allocation, no lock. A gauge: it may be stale by the time it returns.
+    /// per worker, no allocation, no lock. Cancelled tasks are not counted. A gauge: it may be stale by the time it returns.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();

@@ -45,10 +45,13 @@ struct Header<T> {
     /// it back, once: the worker that starts it, a purge or `shutdown_now` that drops it, or
     /// `cancel`, while the entry stays queued as a shell (`give_back_unit`).
     holds_unit: bool,
+    /// The lane whose queue the job goes to: a cancel leaves a shell there, which
+    /// `Stats::queued` does not count (`LaneQueue::shells`).
+    lane: usize,
 }
 
 impl<T> Header<T> {
-    fn new(state: u8, registry: &Arc<Registry>, holds_unit: bool) -> Self {
+    fn new(state: u8, registry: &Arc<Registry>, holds_unit: bool, lane: usize) -> Self {
         Header {
             state: AtomicU8::new(state),
             result: UnsafeCell::new(None),
@@ -56,6 +59,7 @@ impl<T> Header<T> {
             waiter: Mutex::new(None),
             registry: registry.clone(),
             holds_unit,
+            lane,
         }
     }
 
@@ -121,22 +125,23 @@ impl<F: Send, T: Send> TaskCell<T> for SpawnCell<F, T> {
 }
 
 /// Builds the job and handle of a spawned task that holds no unit of capacity (spawned on a
-/// worker, or admitted without a reservation).
-pub(crate) fn spawn_job<F, T>(registry: &Arc<Registry>, f: F) -> (Job, JoinHandle<T>)
+/// worker, or admitted without a reservation), to be queued on `lane`.
+pub(crate) fn spawn_job<F, T>(registry: &Arc<Registry>, lane: usize, f: F) -> (Job, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    make_job(registry, f, false)
+    make_job(registry, lane, f, false)
 }
 
-/// Builds the job and handle of a task admitted from outside on `route`, and the route to
-/// dispatch the job on. A unit of capacity reserved by the admission moves into the task
+/// Builds the job and handle of a task admitted from outside on `route` for `lane`, and the
+/// route to dispatch the job on. A unit of capacity reserved by the admission moves into the task
 /// (`Header::holds_unit`): the route returned queues the job without it, so that the worker
 /// or purge taking the job does not give it back a second time after a `cancel` did.
 pub(crate) fn spawn_admitted<F, T>(
     registry: &Arc<Registry>,
     route: Route,
+    lane: usize,
     f: F,
 ) -> (Job, JoinHandle<T>, Route)
 where
@@ -144,7 +149,7 @@ where
     T: Send + 'static,
 {
     let holds_unit = route == Route::Queue { reserved: true };
-    let (job, handle) = make_job(registry, f, holds_unit);
+    let (job, handle) = make_job(registry, lane, f, holds_unit);
     let route = if holds_unit {
         Route::Queue { reserved: false }
     } else {
@@ -153,13 +158,18 @@ where
     (job, handle, route)
 }
 
-fn make_job<F, T>(registry: &Arc<Registry>, f: F, holds_unit: bool) -> (Job, JoinHandle<T>)
+fn make_job<F, T>(
+    registry: &Arc<Registry>,
+    lane: usize,
+    f: F,
+    holds_unit: bool,
+) -> (Job, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     let cell = CellArc::new(SpawnCell {
-        header: Header::new(PENDING, registry, holds_unit),
+        header: Header::new(PENDING, registry, holds_unit, lane),
         func: UnsafeCell::new(Some(f)),
     });
     let mut payload = Payload::uninit();
@@ -192,12 +202,16 @@ where
         DROPPED
     };
     // Acquire: we are about to own `func`; pairs with nothing but keeps its reads after.
-    if header
-        .state
-        .compare_exchange(PENDING, to, Ordering::Acquire, Ordering::Acquire)
-        .is_err()
+    if let Err(state) =
+        header
+            .state
+            .compare_exchange(PENDING, to, Ordering::Acquire, Ordering::Acquire)
     {
-        return Outcome::Skipped; // cancelled (already counted, its unit given back) or refused
+        // Only a cancel moves a queued task's state but this call (refused tasks have no
+        // job): we took its shell, already counted and its unit given back.
+        debug_assert_eq!(state, CANCELLED);
+        header.registry.lanes[header.lane].shell_taken();
+        return Outcome::Skipped;
     }
     header.give_back_unit(action == Action::Run);
     // SAFETY: we moved the state out of PENDING, so the closure is ours.
@@ -385,7 +399,7 @@ impl<T: Send + 'static> JoinHandle<T> {
             RejectReason::UnknownLane => REFUSED_UNKNOWN_LANE,
         };
         let cell: SpawnCell<fn() -> T, T> = SpawnCell {
-            header: Header::new(state, registry, false),
+            header: Header::new(state, registry, false, 0),
             func: UnsafeCell::new(None),
         };
         cell.header.open();
@@ -480,8 +494,9 @@ impl<T> JoinHandle<T> {
     /// [`JoinError::Cancelled`], and `true` is returned. Returns `false` if the task already
     /// started (or ended).
     ///
-    /// A cancelled task is counted `dropped` in [`Stats`](crate::Stats) at once, and gives
-    /// its place in the pool's [`capacity`](crate::PoolBuilder::capacity) back at once: a
+    /// A cancelled task is counted `dropped` in [`Stats`](crate::Stats) at once, is no longer
+    /// counted `queued`, and gives its place in the pool's
+    /// [`capacity`](crate::PoolBuilder::capacity) back at once: a
     /// submitter blocked for room ([`Backpressure::Block`](crate::Backpressure::Block)) or
     /// awaiting it ([`Pool::spawn_async`](crate::Pool::spawn_async)) is woken as when a
     /// task starts. Its queue entry stays behind, empty, until a worker takes it and skips
@@ -516,6 +531,7 @@ impl<T> JoinHandle<T> {
         }
         // Its queue entry stays behind as a shell, which gives nothing back when taken.
         header.give_back_unit(false);
+        header.registry.lanes[header.lane].shell_left();
         // The closure is the user's: its destructor may panic. Caught, so that the task is
         // counted and its latch opened whatever happens, then re-raised to our caller.
         // The task is outstanding until counted below: while its destructor runs, this

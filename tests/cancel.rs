@@ -214,17 +214,18 @@ fn fills_exactly_four(pool: &Pool) {
     assert_eq!(refused.reason(), flock::RejectReason::Full);
 }
 
-/// Once every task has ended: the counters add up.
+/// Once every task has ended: the counters add up, and nothing is counted queued (the shells
+/// of cancelled tasks the worker has not reached yet are no tasks).
 fn books_balance(pool: &Pool) {
     pool.wait().unwrap();
     let s = pool.stats();
     assert_eq!(s.submitted, s.completed + s.panicked + s.dropped, "{s:?}");
-    assert_eq!(s.in_flight, 0, "{s:?}");
+    assert_eq!((s.in_flight, s.queued), (0, 0), "{s:?}");
 }
 
 /// Four tasks cancelled by each way there is (the handle, a wrapper's drop, the group) give
 /// their four units back at once: four submits fit again while the shells are still queued,
-/// and no more.
+/// and no more. The shells are no tasks: nothing is counted queued.
 #[test]
 fn cancelled_tasks_give_their_capacity_back() {
     for how in ["handle", "cancel_on_drop", "group"] {
@@ -249,7 +250,12 @@ fn cancelled_tasks_give_their_capacity_back() {
                         assert_eq!(group.cancel(), 4);
                     }
                 }
-                assert_eq!(pool.stats().dropped, 4, "{how}");
+                let s = pool.stats();
+                assert_eq!(
+                    (s.dropped, s.queued, pool.queued()),
+                    (4, 0, 0),
+                    "{how}: {s:?}"
+                );
                 fills_exactly_four(&pool);
                 gate.open();
                 books_balance(&pool);
@@ -360,6 +366,29 @@ fn a_cancel_wakes_an_async_spawn_waiting_for_room() {
         let handle = waiting.join().unwrap();
         gate.open();
         assert_eq!(handle.join().unwrap(), 7);
+        books_balance(&pool);
+    });
+}
+
+/// On a pool with lanes, a task cancelled in its lane leaves that lane's queued figure, and
+/// the figures still add up to the pool's.
+#[test]
+fn a_cancelled_task_is_not_counted_queued_in_its_lane() {
+    watchdog(30, "cancel and lane queued", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .lanes(&[("a", 1), ("b", 1)])
+            .build()
+            .unwrap();
+        pool.pause();
+        let kept = pool.spawn_to("b", || ());
+        let cancelled: Vec<_> = (0..3).map(|_| pool.spawn_to("b", || ())).collect();
+        assert!(cancelled.iter().all(|h| h.cancel()));
+        let s = pool.stats();
+        let lanes: Vec<u64> = s.lanes.iter().map(|l| l.queued).collect();
+        assert_eq!((s.queued, lanes), (1, vec![0, 1]), "{s:?}");
+        pool.resume();
+        kept.join().unwrap();
         books_balance(&pool);
     });
 }
