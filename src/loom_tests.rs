@@ -866,6 +866,33 @@ fn loom_group_cancel_racing_the_waits_pruning() {
     });
 }
 
+/// `JoinHandle::cancel` racing the worker that starts the task, which holds a unit of capacity
+/// (spawned from outside): whoever moves the task out of `PENDING` gives the unit back, once. A
+/// cancel that wins has given it back when it returns (it stayed taken until the worker took
+/// the shell); after the shutdown no unit is left taken, nor given back twice (a shell's pop
+/// giving it back again would wrap `pending` below zero).
+#[test]
+fn loom_cancel_racing_the_start_gives_the_unit_back_once() {
+    model(
+        "loom_cancel_racing_the_start_gives_the_unit_back_once",
+        || {
+            let pool = pool(1);
+            let ran = counter();
+            let r = ran.clone();
+            let handle = pool.spawn(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            let cancelled = handle.cancel();
+            if cancelled {
+                assert_eq!(pool.registry().pending_units(), 0);
+            }
+            pool.shutdown().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
+            assert_eq!(pool.registry().pending_units(), 0);
+        },
+    );
+}
+
 /// The submitter's ring growing while a worker takes from it: the main thread submits three
 /// tasks, the third into a second ring (a ring has two slots under loom), while the one
 /// worker takes them and moves the queue's front on. Every task runs once; a worker that
