@@ -126,7 +126,7 @@ where
 {
     match with_current(|w| match w {
         Some(w) => {
-            let (job, handle) = spawn_job(w.registry_arc(), task);
+            let (job, handle) = spawn_job(w.registry_arc(), w.lane(), task);
             w.submit_local(job, None);
             Ok(handle)
         }
@@ -152,7 +152,7 @@ where
 {
     match with_current(|w| match w {
         Some(w) => {
-            let (job, handle) = spawn_job(w.registry_arc(), task);
+            let (job, handle) = spawn_job(w.registry_arc(), w.lane(), task);
             crate::fifo::push_fifo(w, job);
             Ok(handle)
         }

@@ -11,7 +11,7 @@ use crate::admit::RoomWakers;
 use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
@@ -122,7 +122,10 @@ struct GroupState {
     waiters: Mutex<Vec<CellArc<Waiter>>>,
     /// Waiters with a time limit sleep here, under `waiters`' lock.
     timed: Condvar,
-    /// The handles of tasks not known to be finished, for `cancel`.
+    /// The handles of tasks not known to be finished, for `cancel`. A handle leaves the list
+    /// only under this lock, for good: taken by `cancel`, or dropped because its task has
+    /// finished (`Handles::take_finished`). So a `cancel` sees every handle of an unfinished
+    /// task kept before it took the lock, whatever waits and spawns run meanwhile.
     handles: Mutex<Handles>,
     /// `TaskGroup::wait_async` futures, woken by `transition_to_idle` after the latches.
     async_waiters: RoomWakers,
@@ -139,6 +142,24 @@ struct Handles {
     list: Vec<JoinHandle<()>>,
     /// The length at which `keep` next drops the handles of finished tasks.
     prune_at: usize,
+}
+
+impl Handles {
+    /// Takes the handles of finished tasks out of the list, leaving the others in it. The
+    /// caller drops them after unlocking: dropping a handle may drop a panic payload, whose
+    /// destructor is the user's.
+    fn take_finished(&mut self) -> Vec<JoinHandle<()>> {
+        let mut finished = Vec::new();
+        let mut i = 0;
+        while i < self.list.len() {
+            if self.list[i].is_finished() {
+                finished.push(self.list.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        finished
+    }
 }
 
 const FIRST_PRUNE: usize = 64;
@@ -382,8 +403,9 @@ impl TaskGroup {
         let reg = &self.registry;
         let task = match crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(reg) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(reg, lane, self.wrap(task));
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             _ => Err(task),
@@ -397,8 +419,9 @@ impl TaskGroup {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, self.wrap(task));
+                Registry::dispatch(reg, shard, route, job, lane);
                 self.keep(handle);
                 Ok(())
             }
@@ -415,14 +438,20 @@ impl TaskGroup {
         move || task.run()
     }
 
-    /// Keeps a task's handle for `cancel`; from time to time drops those of finished tasks.
+    /// Keeps a task's handle for `cancel`; from time to time drops those of finished tasks
+    /// (after unlocking, as `prune`).
     fn keep(&self, handle: JoinHandle<()>) {
         let mut handles = self.state.handles.lock();
-        if handles.list.len() >= handles.prune_at {
-            handles.list.retain(|h| !h.is_finished());
+        let finished = if handles.list.len() >= handles.prune_at {
+            let finished = handles.take_finished();
             handles.prune_at = (handles.list.len() * 2).max(FIRST_PRUNE);
-        }
+            finished
+        } else {
+            Vec::new()
+        };
         handles.list.push(handle);
+        drop(handles);
+        drop(finished);
     }
 
     /// Blocks the calling thread (from async code, await
@@ -528,18 +557,19 @@ impl TaskGroup {
     }
 
     /// Drops the handles of finished tasks (outside the lock: a panic payload is the user's).
+    /// The others never leave the list, so a concurrent `cancel` finds them.
     fn prune(&self) {
-        let list = std::mem::take(&mut self.state.handles.lock().list);
-        let (running, finished): (Vec<_>, Vec<_>) =
-            list.into_iter().partition(|h| !h.is_finished());
-        self.state.handles.lock().list.extend(running);
+        let finished = self.state.handles.lock().take_finished();
         drop(finished);
     }
 
     /// Drops the group's tasks that have not started: their closures' destructors run here,
-    /// each is counted as dropped in [`Stats`](crate::Stats), and a wait no longer waits for
-    /// them. Returns how many were dropped. Tasks already running are not stopped, and
-    /// tasks spawned concurrently with the call may or may not be dropped.
+    /// each is counted as dropped in [`Stats`](crate::Stats) and gives its place in the
+    /// pool's capacity back at once (as [`JoinHandle::cancel`](crate::JoinHandle::cancel)),
+    /// and a wait no longer waits for them. Returns how many were dropped. Tasks already running are not stopped, and
+    /// tasks spawned concurrently with the call may or may not be dropped; a task whose spawn
+    /// returned before the call began is dropped if it has not started, whatever waits on the
+    /// group run meanwhile (a wait lets go of finished tasks' handles only).
     ///
     /// A task stays unfinished until its destructor has returned, so from a destructor run
     /// here [`Pool::wait`], [`Pool::wait_for`] and the pool's shutdowns answer

@@ -3,7 +3,7 @@
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
 use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
@@ -454,8 +454,9 @@ impl Pool {
     {
         let task = match self.own_worker(|w| match w {
             Some(w) => {
-                let (job, handle) = spawn_job(&self.registry, task);
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(&self.registry, lane, task);
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             None => Err(task),
@@ -467,8 +468,9 @@ impl Pool {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, task);
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, task);
+                Registry::dispatch(reg, shard, route, job, lane);
                 Ok(handle)
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
@@ -759,7 +761,7 @@ impl Pool {
 
     /// Tasks waiting in the pool's queues now (shared queues, workers' deques, bundles), as
     /// [`Stats::queued`](crate::Stats::queued) but without building a snapshot: a few loads
-    /// per worker, no allocation, no lock. A gauge: it may be stale by the time it returns.
+    /// per worker, no allocation, no lock. Cancelled tasks are not counted. A gauge: it may be stale by the time it returns.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();

@@ -58,9 +58,33 @@ pub(crate) struct LaneQueue {
     /// it resumes (`WorkerThread::keep_for_resume`): in no queue, but waiting for the resume
     /// as queued jobs do (`wait_quiescent`'s `Paused`; `Stats::queued` counts them).
     pub(crate) kept: AtomicUsize,
+    /// Spawned tasks of this lane cancelled while queued whose job is still in a queue, an
+    /// empty shell (`JoinHandle::cancel`): no task, so `Stats::queued` subtracts them. Raised
+    /// by the cancel, lowered when the shell is taken (its run or discard finds the task
+    /// cancelled). A gauge outside the protocol (std's atomic, out of loom's sight): Relaxed.
+    shells: std::sync::atomic::AtomicUsize,
     /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
     /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
     pub(crate) stride: u64,
+}
+
+impl LaneQueue {
+    /// A task of this lane was cancelled while queued: its job is a shell now.
+    pub(crate) fn shell_left(&self) {
+        self.shells
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The shell of a cancelled task of this lane was taken from its queue.
+    pub(crate) fn shell_taken(&self) {
+        self.shells
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Shells of cancelled tasks still queued (see `shells`).
+    pub(crate) fn shells(&self) -> usize {
+        self.shells.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// What a worker slot is doing. Changed only under `Registry::slots`.
@@ -201,6 +225,7 @@ impl Registry {
                 shared: SharedQueue::new(cfg.submit_rings),
                 bundled: AtomicUsize::new(0),
                 kept: AtomicUsize::new(0),
+                shells: std::sync::atomic::AtomicUsize::new(0),
                 stride: ((1u64 << 16) / u64::from(weight)).max(1),
             })
             .collect();

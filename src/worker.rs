@@ -374,6 +374,12 @@ impl WorkerThread {
         self.lane.get()
     }
 
+    /// The lane a task submitted here goes to: `lane`, or if `None` the running task's.
+    #[inline]
+    pub(crate) fn local_lane(&self, lane: Option<usize>) -> usize {
+        lane.unwrap_or(self.lane.get())
+    }
+
     #[inline]
     fn shard(&self) -> &Shard {
         // SAFETY: `shard` points into `self.registry`'s counters, a boxed slice made once

@@ -95,7 +95,7 @@ impl WorkerThread {
         let shard = self.shard();
         shard.add_owned(Proto::Entered, 1);
         shard.stat_owned(Stat::Submitted, 1);
-        let lane = lane.unwrap_or(self.lane.get());
+        let lane = self.local_lane(lane);
         if self.locals.len() > 1 {
             shard.lane_owned(LaneStat::Submitted, lane, 1);
         }

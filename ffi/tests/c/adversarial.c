@@ -1471,6 +1471,38 @@ static void test_group_cancel_on_paused_pool_frees_the_pool(void) {
 #endif
 }
 
+/* flock_group_cancel gives the cancelled tasks' capacity back at once, on a paused pool (the
+ * tasks stay queued as empty entries until a worker skips them): the queue counts none of them,
+ * and ten submits fit again, not eleven. */
+static void test_group_cancel_gives_capacity_back(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 1;
+    cfg.capacity = 10;
+    cfg.when_full = FLOCK_WHEN_FULL_REJECT;
+    flock_pool_t *pool = must_pool(&cfg);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+    for (int i = 0; i < 10; i++) CHECK_STATUS(flock_group_submit(g, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_ERR_FULL);
+    size_t cancelled = 0;
+    CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
+    CHECK_EQ(cancelled, 10);
+    flock_stats_t st;
+    CHECK_STATUS(flock_stats(pool, &st), FLOCK_OK);
+    CHECK_EQ(st.queued, 0);
+    CHECK_EQ(st.dropped, 10);
+    for (int i = 0; i < 10; i++) CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_ERR_FULL);
+    CHECK_STATUS(flock_resume(pool), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(flock_stats(pool, &st), FLOCK_OK);
+    CHECK_EQ(st.submitted, st.completed + st.panicked + st.dropped);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
 /* ---- freeing and shutting down pools in awkward states --------------------------------- */
 
 typedef struct {
@@ -2164,6 +2196,7 @@ int main(void) {
     RUN(test_drop_callbacks_waiting_for_their_pool);
     RUN(test_shutdown_dropped_out_counts_only_shutdowns);
     RUN(test_group_cancel_on_paused_pool_frees_the_pool);
+    RUN(test_group_cancel_gives_capacity_back);
     RUN(test_free_drains_a_paused_pool);
     RUN(test_free_while_start_hooks_run);
     RUN(test_pool_churn);
