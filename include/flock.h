@@ -465,10 +465,17 @@ void flock_config_init(flock_config_t *cfg);
 // `pool` is NULL or a live pool from flock_pool_new.
 flock_status_t flock_resize(flock_pool_t *pool, uint32_t workers);
 
-// Pauses the pool: workers start no task until flock_resume. Running tasks finish; queued
-// tasks wait; submits still queue, within the pool's capacity and when_full policy. Idle
-// workers sleep. While paused, flock_wait returns FLOCK_ERR_PAUSED instead of waiting for a
-// queue that will not move. Pausing a paused pool changes nothing.
+// Pauses the pool: no task submitted from outside the pool after this returns starts before
+// flock_resume. Running tasks finish; queued tasks wait; submits still queue, within the
+// pool's capacity and when_full policy. Idle workers sleep. While paused, flock_wait returns
+// FLOCK_ERR_PAUSED instead of waiting for a queue that will not move. Pausing a paused pool
+// changes nothing.
+//
+// Tasks that running tasks submitted (into their worker's own queue) may still start during
+// the pause, where a running task waits for them: a task in flock_group_wait runs such tasks
+// of its pool, so a task that fills a group and waits on it finishes its fan-out during
+// the pause (as Rust's join and scope do). Tasks submitted from outside are never started
+// there.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_SHUTDOWN once flock_shutdown
 // has been called (a shutdown drains the pool, and a pause would hold it).
@@ -605,8 +612,9 @@ flock_status_t flock_group_submit_lane_ex(flock_group_t *group, uint32_t lane, v
 // from one of the group's own tasks or from the drop callback of one being dropped (it would
 // wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 //
-// While the pool is paused, queued tasks of the group do not start, so the
-// wait lasts until flock_resume.
+// While the pool is paused (flock_pause), tasks of the group submitted from outside the pool
+// do not start, so a wait for them lasts until flock_resume; tasks of the group that running
+// tasks submitted may still be run by a worker waiting here (see flock_pause).
 //
 // Thread-safety: any number of threads may wait on one group at once; each returns once
 // the group had no unfinished task at some moment during its call (tasks submitted

@@ -219,8 +219,9 @@ pub unsafe extern "C" fn flock_group_submit_lane_ex(
 /// from one of the group's own tasks or from the drop callback of one being dropped (it would
 /// wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 ///
-/// While the pool is paused, queued tasks of the group do not start, so the
-/// wait lasts until flock_resume.
+/// While the pool is paused (flock_pause), tasks of the group submitted from outside the pool
+/// do not start, so a wait for them lasts until flock_resume; tasks of the group that running
+/// tasks submitted may still be run by a worker waiting here (see flock_pause).
 ///
 /// Thread-safety: any number of threads may wait on one group at once; each returns once
 /// the group had no unfinished task at some moment during its call (tasks submitted
