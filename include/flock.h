@@ -19,8 +19,8 @@
  * (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does not know; flock-static
  * links libflock.a), or with CMake: find_package(flock CONFIG REQUIRED), target flock::flock.
  * Under valgrind --leak-check=full, add --suppressions=PREFIX/share/flock/flock.supp: the
- * per-thread records of crossbeam-epoch show as "possibly lost" (not a leak). Details:
- * ffi/README.md.
+ * per-thread records of crossbeam-epoch and the main thread's Rust thread handle show as
+ * "possibly lost" (not leaks). Details: ffi/README.md.
  */
 
 #ifndef FLOCK_H

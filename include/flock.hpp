@@ -29,10 +29,18 @@
 //
 // Task groups and loops: flock::task_group g(pool); g.run(f); g.wait(); waits for exactly
 // g's tasks (rethrowing the first exception), and inside a task it runs other tasks while it
-// waits, so groups nest. flock::parallel_for(pool, 0, n, [&](int i) { ... }) splits a range
-// into blocks (about four per worker unless told) run as a group; pool.submit_blocks(0, n,
-// [](int lo, int hi) { return ...; }).get() collects one result per block; pool.detach_loop
-// submits the blocks without waiting. pool.purge() drops every queued task.
+// waits, so groups nest; destroying a group waits too. flock::parallel_for(pool, 0, v.size(),
+// [&](size_t i) { ... }) splits a range (bounds of any integer types, BS::thread_pool's
+// common index type) into blocks (about four per worker unless told) run as a group;
+// pool.submit_blocks(0, n, [](int lo, int hi) { return ...; }).get() collects one result per
+// block (a flock::multi_future, as BS::thread_pool's); submit_loop and submit_sequence (one
+// task per index) likewise; detach_loop, detach_blocks and detach_sequence submit without
+// waiting. flock::thread_pool is another name for flock::pool. pool.purge() drops every
+// queued task.
+//
+// Introspection: pool.stats(), pool.running() (workers running a task now),
+// flock::this_thread::get_index() (the calling worker's index, or std::nullopt). Worker
+// thread ids and native handles are not exposed (the core does not record them yet).
 //
 // Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
 // runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
@@ -880,7 +888,7 @@ struct common_index<A, B, false> {  // one signed, one unsigned
     using U = std::conditional_t<std::is_signed_v<A>, B, A>;
     using type = std::conditional_t<
         (sizeof(U) >= 8), U,  // no signed type holds both: the unsigned one (BS's rule)
-        std::conditional_t<(sizeof(S) > sizeof(U)), S, typename signed_of_size<2 * sizeof(U)>::type>>;
+        std::conditional_t<(sizeof(S) > sizeof(U)), S, typename signed_of_size<(sizeof(U) >= 8 ? 8 : 2 * sizeof(U))>::type>>;
 };
 
 template <class I>
