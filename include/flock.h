@@ -646,6 +646,8 @@ flock_status_t flock_group_wait_timeout_ns(flock_group_t *group, uint64_t timeou
 // stays for programs written against flock 0.1.0; the header marks it deprecated, so
 // compilers that know the attribute warn where it is called.
 //
+// Thread-safety: as flock_group_wait.
+//
 // # Safety
 // `group` is NULL or a live group from flock_group_new.
 FLOCK_DEPRECATED("takes milliseconds; use flock_group_wait_timeout_ns") flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_ms);

@@ -759,7 +759,8 @@ public:
     /// task_group_status::canceled when cancel() was called since the last wait (some tasks
     /// may have been dropped unrun), task_group_status::complete otherwise, as oneTBB's
     /// task_group::wait; either way no task of the group is left, and is_canceling() is false
-    /// again. Reusable after.
+    /// again (of several threads waiting at once after a cancel, one reports canceled).
+    /// Reusable after.
     task_group_status wait() {
         flock_status_t st = flock_group_wait(g_);
         bool canceled = errors_ && errors_->canceling.exchange(false);

@@ -271,6 +271,8 @@ pub unsafe extern "C" fn flock_group_wait_timeout_ns(
 /// stays for programs written against flock 0.1.0; the header marks it deprecated, so
 /// compilers that know the attribute warn where it is called.
 ///
+/// Thread-safety: as flock_group_wait.
+///
 /// # Safety
 /// `group` is NULL or a live group from flock_group_new.
 #[deprecated(note = "takes milliseconds; use flock_group_wait_timeout_ns")]
