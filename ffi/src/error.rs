@@ -58,7 +58,7 @@ pub enum flock_status {
     /// was built with pin_workers). That worker was not added; the ones started before it
     /// keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
     FLOCK_ERR_PIN_FAILED = 12,
-    /// flock_group_wait or flock_group_wait_timeout: every task of the group has finished, and
+    /// flock_group_wait or flock_group_wait_timeout_ns: every task of the group has finished, and
     /// at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
     /// the last wait that reported failures. The group is usable again.
     FLOCK_ERR_TASK_FAILED = 13,

@@ -227,7 +227,7 @@ static void test_all_pointers_null_at_once(void) {
     CHECK_STATUS(flock_group_submit_lane(NULL, UINT32_MAX, NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_submit_lane_ex(NULL, UINT32_MAX, NULL, NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_wait(NULL), FLOCK_ERR_NULL);
-    CHECK_STATUS(flock_group_wait_timeout(NULL, UINT64_MAX), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_wait_timeout_ns(NULL, UINT64_MAX), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_cancel(NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_purge(NULL, NULL), FLOCK_ERR_NULL);
     flock_group_free(NULL);
@@ -1923,8 +1923,8 @@ static void test_group_edges(void) {
     size_t cancelled = 77;
     CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
     CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, 0), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, UINT64_MAX), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 0), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, UINT64_MAX), FLOCK_OK);
     CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
     CHECK_EQ(cancelled, 0);
     CHECK_STATUS(flock_group_cancel(g, NULL), FLOCK_OK);
@@ -1934,9 +1934,9 @@ static void test_group_edges(void) {
     gate_t gate = {0, 0};
     CHECK_STATUS(flock_group_submit(g, gate_task, &gate), FLOCK_OK);
     gate_wait_started(&gate);
-    CHECK_STATUS(flock_group_wait_timeout(g, 0), FLOCK_ERR_TIMEOUT);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 0), FLOCK_ERR_TIMEOUT);
     atomic_store(&gate.open, 1);
-    CHECK_STATUS(flock_group_wait_timeout(g, UINT64_MAX), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, UINT64_MAX), FLOCK_OK);
 
     /* A task of the group cancels its queued siblings ("any thread, also a task of the
      * group"); their drop callbacks run on that worker. */
@@ -2063,7 +2063,7 @@ typedef struct {
 static void group_self_wait(void *arg) {
     group_self_t *t = arg;
     t->st[0] = flock_group_wait(t->own);
-    t->st[1] = flock_group_wait_timeout(t->own, 60ull * 1000);
+    t->st[1] = flock_group_wait_timeout_ns(t->own, 60ull * 1000 * 1000 * 1000);
     t->st[2] = flock_group_wait(t->other);
     atomic_store(&t->done, 1);
 }
