@@ -858,11 +858,12 @@ impl Pool {
     }
 
     /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
-    /// `join` or `scope` still run), queued ones wait; submissions still queue, within
-    /// capacity. Idle workers park; no task submitted from outside the pool after `pause`
-    /// returned starts before [`resume`](Pool::resume) (tasks already started run to their
-    /// end, and tasks they spawn may still start: a `join` or `scope` may wait for them). [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
-    /// than wait for a queue that will not move; a graceful shutdown resumes the pool so
+    /// `join`, `scope` or a [`TaskGroup`](crate::TaskGroup)'s wait still run), queued ones
+    /// wait; submissions still queue, within capacity. Idle workers park; no task submitted
+    /// from outside the pool after `pause` returned starts before [`resume`](Pool::resume)
+    /// (tasks already started run to their end, and tasks they spawn may still start: a
+    /// `join`, `scope` or group wait may wait for them). [`wait`](Pool::wait) returns
+    /// [`WaitError::Paused`] rather than wait for a queue that will not move; a graceful shutdown resumes the pool so
     /// that its queue drains, and a pause after a shutdown began is ignored.
     ///
     /// ```

@@ -308,8 +308,9 @@ pub unsafe extern "C" fn flock_stats(
 /// task (flock_group_wait) counts while it runs other tasks there, and not while it sleeps
 /// with nothing to run. Tasks run off the workers (FLOCK_WHEN_FULL_CALLER_RUNS, helper
 /// threads) are not counted; flock_stats_t.in_flight - flock_stats_t.queued counts them too.
-/// A gauge: it may be stale by the time it is read, and a worker that just finished the
-/// last task may still count for a moment after flock_wait returned.
+/// A gauge: it may be stale by the time it is read. With nothing outstanding (from the
+/// moment flock_wait returns FLOCK_OK until the next submit) it reads 0, though a worker that
+/// ran the last task may still show FLOCK_WORKER_RUNNING in flock_stats for a moment.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
 /// FLOCK_OK). After shutdown: 0.
