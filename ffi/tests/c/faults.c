@@ -99,7 +99,12 @@ static void test_pause_lets_a_group_wait_run_its_own_tasks(void) {
  * Capacity 10, reject: 10 group tasks queued on a paused pool, then cancelled. Every drop
  * callback runs, and the room comes back at once, as flock_purge gives it back
  * (adversarial.c's test_group_cancel_gives_capacity_back checks the room to the unit). */
-static void drop_count(void *arg) { atomic_fetch_add((atomic_uint *)arg, 1); }
+typedef struct {
+    atomic_uint ran, dropped;
+} run_or_drop_t;
+
+static void count_run(void *arg) { atomic_fetch_add(&((run_or_drop_t *)arg)->ran, 1); }
+static void count_drop(void *arg) { atomic_fetch_add(&((run_or_drop_t *)arg)->dropped, 1); }
 
 static void test_cancel_on_a_paused_pool_frees_capacity(void) {
     flock_config_t cfg;
@@ -111,20 +116,22 @@ static void test_cancel_on_a_paused_pool_frees_capacity(void) {
     if (flock_pool_new(&cfg, &pool) != FLOCK_OK) abort();
     flock_group_t *g = NULL;
     if (flock_group_new(pool, &g) != FLOCK_OK) abort();
-    atomic_uint ran = 0, dropped = 0;
+    /* One argument for every task: its run and its drop callback each count there. */
+    run_or_drop_t c = {0, 0};
     CHECK_EQ(flock_pause(pool), FLOCK_OK);
-    for (int i = 0; i < 10; i++) CHECK_EQ(flock_group_submit_ex(g, count_task, &ran, drop_count), FLOCK_OK);
+    for (int i = 0; i < 10; i++) CHECK_EQ(flock_group_submit_ex(g, count_run, &c, count_drop), FLOCK_OK);
     size_t cancelled = 0;
     CHECK_EQ(flock_group_cancel(g, &cancelled), FLOCK_OK);
     CHECK_EQ(cancelled, 10);
-    CHECK_EQ(atomic_load(&dropped), 10);
+    CHECK_EQ(atomic_load(&c.dropped), 10);
     flock_stats_t s;
     CHECK_EQ(flock_stats(pool, &s), FLOCK_OK);
     CHECK_EQ(s.queued, 0);
-    CHECK_EQ(flock_submit(pool, count_task, &ran), FLOCK_OK);
+    CHECK_EQ(flock_submit(pool, count_run, &c), FLOCK_OK);
     CHECK_EQ(flock_resume(pool), FLOCK_OK);
     CHECK_EQ(flock_wait(pool), FLOCK_OK);
-    CHECK_EQ(atomic_load(&ran), 1);
+    CHECK_EQ(atomic_load(&c.ran), 1);
+    CHECK_EQ(atomic_load(&c.dropped), 10);
     flock_group_free(g);
     flock_pool_free(pool);
 }
