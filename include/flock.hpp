@@ -708,12 +708,14 @@ enum class task_group_status { not_complete, complete, canceled };
 ///
 /// Ownership: the destructor waits for the group's tasks (flock_group_free), so tasks may
 /// capture references to objects declared before the group; exceptions not yet reported are
-/// then discarded. This is the drop rule of every flock task group: flock_group_free and
-/// C++'s destructor wait for the group's tasks, queued ones included (cancel() first to drop
-/// those instead); nothing a group's tasks use may go before the group does. Move-only. A wait() on a group from one of its own tasks (or from the
-/// destructor of one that cancel() drops) would wait for that task itself: it throws
-/// flock::error(FLOCK_ERR_WOULD_DEADLOCK). Never destroy a group there: flock_group_free
-/// aborts the process rather than hang.
+/// then discarded. This is the drop rule of every flock task group, one rule in Rust, C and
+/// C++: dropping a Rust TaskGroup, flock_group_free and this destructor wait for the group's
+/// tasks, queued ones included (cancel() first to drop those instead); nothing a group's
+/// tasks use may go before the group does. Move-only. A wait() on a group from one of its
+/// own tasks (or from the destructor of one that cancel() drops) would wait for that task
+/// itself: it throws flock::error(FLOCK_ERR_WOULD_DEADLOCK). Never destroy a group there:
+/// flock_group_free aborts the process rather than hang (a Rust TaskGroup, whose tasks own
+/// what they use, returns from its drop without waiting there instead).
 ///
 /// Thread-safety: run(), wait() and cancel() may be called from any threads at once.
 class task_group {

@@ -79,9 +79,9 @@ impl std::error::Error for GroupError {}
 /// each wait returns once the group's count of unfinished tasks was zero at some moment
 /// during the call (tasks spawned concurrently may or may not be waited for).
 ///
-/// Dropping the group does not wait: its tasks still run. A wait on a group from one of its
-/// own tasks (or from the destructor of one that `cancel`, `purge` or `shutdown_now` drops)
-/// would wait for that task itself: it is refused with [`GroupError::WouldDeadlock`].
+/// A wait on a group from one of its own tasks (or from the destructor of one that `cancel`,
+/// `purge` or `shutdown_now` drops) would wait for that task itself: it is refused with
+/// [`GroupError::WouldDeadlock`].
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -104,6 +104,44 @@ impl std::error::Error for GroupError {}
 /// group.wait()?;
 /// assert_eq!(leaves.load(Ordering::Relaxed), 32);
 /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+/// ```
+///
+/// # Dropping waits
+///
+/// Dropping the group waits for its unfinished tasks, queued ones included, as
+/// [`wait`](TaskGroup::wait) does (a worker that drops it runs its own pool's tasks
+/// meanwhile; on a paused pool, tasks not yet started are waited for until
+/// [`Pool::resume`]). So when the drop returns, the group's tasks have finished and their
+/// effects are visible. To drop the queued tasks instead of running them,
+/// [`cancel`](TaskGroup::cancel) first (tokio's `JoinSet` aborts its tasks when dropped;
+/// `cancel` then drop is the nearest: running tasks are still waited for). One rule for
+/// every flock task group: C's `flock_group_free` and the destructor of C++'s
+/// `flock::task_group` wait too (from one of the group's own tasks, where no wait can end,
+/// they abort the process instead: their tasks may use memory freed after them). A panic the drop's wait finds is not raised (a destructor
+/// must not panic): [`Stats::panicked`](crate::Stats::panicked) counts it, as it counts any
+/// task's; call `wait` before the drop to hear about it. From async code, await
+/// [`wait_async`](TaskGroup::wait_async) before dropping, so that the drop finds nothing to
+/// wait for and does not block the executor.
+///
+/// Two drops return without waiting, the tasks still running (they own what they use, being
+/// `'static`): a drop where `wait` would answer [`GroupError::WouldDeadlock`] (the last
+/// handle of an `Arc<TaskGroup>` going inside one of its own tasks, or in the destructor of
+/// one being dropped unrun), and a drop while the thread is panicking, which must not block
+/// the unwind.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// let pool = flock::Pool::new();
+/// let done = Arc::new(AtomicUsize::new(0));
+/// {
+///     let group = flock::TaskGroup::new(&pool);
+///     for _ in 0..4 {
+///         let done = done.clone();
+///         group.spawn(move || { done.fetch_add(1, Ordering::Relaxed); });
+///     }
+/// } // dropped here: waits for the four tasks
+/// assert_eq!(done.load(Ordering::Relaxed), 4);
 /// ```
 #[doc(alias = "JoinSet")]
 pub struct TaskGroup {
@@ -633,6 +671,34 @@ impl TaskGroup {
     pub fn unfinished(&self) -> usize {
         // Relaxed: a snapshot for a reader; it orders nothing.
         self.state.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// Waits for the group's tasks, as [`wait`](TaskGroup::wait) does, but where that wait
+/// would be refused (`WouldDeadlock`) or while the thread unwinds: see the type's docs.
+impl Drop for TaskGroup {
+    fn drop(&mut self) {
+        // Acquire: as `wait`'s first read, pairs with the last task's AcqRel decrement, so
+        // the tasks' writes are visible once the drop returned.
+        if self.state.pending.load(Ordering::Acquire) != 0 {
+            self.wait_on_drop();
+        }
+    }
+}
+
+impl TaskGroup {
+    /// The drop's wait: `wait` without its report. Skipped on a thread running one of the
+    /// group's tasks (its closure or destructor, which the wait would wait for), and while the
+    /// thread unwinds: blocking an unwind could hang whatever catches it (a test harness, a
+    /// thread's join), and the tasks own what they use (`'static`), so leaving them running
+    /// frees nothing they need. Panics of the tasks are not raised here (a destructor must not
+    /// panic); the pool has counted them.
+    #[cold]
+    fn wait_on_drop(&self) {
+        if std::thread::panicking() || self.refuse_from_own_task().is_err() {
+            return;
+        }
+        self.wait_cold();
     }
 }
 

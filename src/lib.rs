@@ -122,6 +122,7 @@
 //! | `JoinError::is_cancelled`, `is_panic`, `into_panic`, `try_into_panic` | [`JoinError::is_cancelled`], [`is_panic`](JoinError::is_panic), [`into_panic`](JoinError::into_panic) (an `Option`), [`try_into_panic`](JoinError::try_into_panic) |
 //! | `AbortOnDropHandle` | [`JoinHandle::cancel_on_drop`] ([`CancelOnDrop`]) |
 //! | `JoinSet` (wait for all) | [`TaskGroup`] with [`wait_async`](TaskGroup::wait_async) |
+//! | `JoinSet` dropped (aborts its tasks) | [`TaskGroup::cancel`], then drop (which waits for the running ones) |
 //! | `runtime::Builder::worker_threads(n)` | [`PoolBuilder::workers`] |
 //! | `Runtime::shutdown_timeout` | [`Pool::shutdown_timeout`] |
 //!
@@ -137,6 +138,11 @@
 //!   from an async task, so it neither warns nor panics as tokio's `block_on` does there.
 //! * [`TaskGroup`] waits for its tasks and counts their panics; it does not collect results
 //!   one by one as `JoinSet::join_next` does (await each [`JoinHandle`] for that).
+//! * **Dropping a [`TaskGroup`] waits for its tasks** (as C's and C++'s task groups do;
+//!   see [its docs](TaskGroup#dropping-waits)), where dropping a `JoinSet` aborts them. To
+//!   do as `JoinSet` does, [`cancel`](TaskGroup::cancel) first: the queued tasks are
+//!   dropped, and the drop waits for the running ones only. In async code, await
+//!   [`wait_async`](TaskGroup::wait_async) before the drop, which then does not block.
 //! * [`Pool::wait_async`] waits for a paused pool to be resumed and drained (the blocking
 //!   [`Pool::wait`] answers [`WaitError::Paused`] instead).
 //!

@@ -6,6 +6,7 @@ mod common;
 
 use common::{stall_all, watchdog, Gate, Live};
 use flock::{GroupError, Pool, TaskGroup};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -406,5 +407,156 @@ fn cancel_racing_a_waits_pruning_cancels_the_task() {
         pool.wait().unwrap();
         assert_eq!((missed, ran.load(Ordering::SeqCst)), (0, 0));
         assert_eq!(pool.stats().dropped, rounds as u64);
+    });
+}
+
+/// Dropping a group waits for its tasks, as `wait` does: the running one and the one queued
+/// behind it have both finished when the drop returns.
+#[test]
+fn dropping_a_group_waits_for_its_running_and_queued_tasks() {
+    watchdog(30, "group drop waits", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        let (gate, done) = (Gate::new(), count());
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (g, d) = (gate.clone(), done.clone());
+        group.spawn(move || {
+            started_tx.send(()).unwrap();
+            g.wait();
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+        let d = done.clone();
+        group.spawn(move || {
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+        started.recv().unwrap(); // one running, one queued behind it
+        let opener = std::thread::spawn(move || {
+            // Only so that the drop below has begun when the gate opens; the drop waits either way.
+            std::thread::sleep(Duration::from_millis(50));
+            gate.open();
+        });
+        drop(group);
+        assert_eq!(done.load(Ordering::SeqCst), 2);
+        opener.join().unwrap();
+    });
+}
+
+/// A group whose last handle goes inside one of its own tasks, as it ran or as `purge` drops
+/// it unrun, does not wait for that task (it never could) and the drop returns.
+#[test]
+fn a_group_dropped_inside_one_of_its_own_tasks_does_not_hang() {
+    watchdog(30, "group dropped by its own task", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let gate = stall_all(&pool);
+        let group = Arc::new(TaskGroup::new(&pool));
+        let ran = count();
+        let (g, r) = (group.clone(), ran.clone());
+        group.spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+            drop(g); // the last handle: main's went below
+        });
+        drop(group);
+        gate.open();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+
+        // Dropped unrun: `purge` runs the task's destructor, which drops the last handle.
+        pool.pause();
+        let group = Arc::new(TaskGroup::new(&pool));
+        for _ in 0..3 {
+            let g = group.clone();
+            group.spawn(move || drop(g));
+        }
+        group.spawn(|| ());
+        drop(group);
+        assert_eq!(pool.purge(), 4);
+        pool.resume();
+        pool.wait().unwrap();
+    });
+}
+
+/// A task that opens a group and drops it, on a pool of one worker: the group's tasks are
+/// queued behind the dropping task on the only worker, which runs them while its drop waits.
+#[test]
+fn a_group_dropped_in_a_task_of_a_one_worker_pool_runs_its_queued_tasks() {
+    watchdog(30, "group dropped in a task on one worker", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let p = pool.clone();
+        let handle = pool.spawn(move || {
+            let leaves = count();
+            let group = TaskGroup::new(&p);
+            for _ in 0..8 {
+                let leaves = leaves.clone();
+                group.spawn(move || {
+                    leaves.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            drop(group);
+            leaves.load(Ordering::SeqCst)
+        });
+        assert_eq!(handle.join().unwrap(), 8);
+    });
+}
+
+/// A group dropped while its thread unwinds does not wait (its tasks still run): the unwind
+/// returns although the group's task is blocked until after it.
+#[test]
+fn a_group_dropped_while_unwinding_does_not_wait() {
+    watchdog(30, "group dropped during a panic", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let (gate, ran) = (Gate::new(), count());
+        let (g, r) = (gate.clone(), ran.clone());
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let group = TaskGroup::new(&pool);
+            group.spawn(move || {
+                g.wait();
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            std::panic::panic_any("unwinding past the group");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "not waited for");
+        gate.open();
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "and still run");
+    });
+}
+
+/// A panic that the drop's wait finds is not raised from the drop (a destructor must not
+/// panic): the pool counts it, as it counts any task's.
+#[test]
+fn a_panic_found_by_the_drop_is_counted_not_raised() {
+    watchdog(30, "group drop with a panicked task", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        group.spawn(|| panic!("a task of a dropped group"));
+        drop(group);
+        pool.wait().unwrap();
+        assert_eq!(pool.stats().panicked, 1);
+    });
+}
+
+/// On a paused pool the drop waits as `wait` does: the group's queued task starts once the
+/// pool is resumed, and has run when the drop returns.
+#[test]
+fn a_group_dropped_on_a_paused_pool_waits_for_the_resume() {
+    watchdog(30, "group drop on a paused pool", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        pool.pause();
+        let group = TaskGroup::new(&pool);
+        let ran = count();
+        let r = ran.clone();
+        group.spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        let p = pool.clone();
+        let resumer = std::thread::spawn(move || {
+            // Only so that the drop below has begun; it waits for the resume either way.
+            std::thread::sleep(Duration::from_millis(50));
+            p.resume();
+        });
+        drop(group);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        resumer.join().unwrap();
     });
 }

@@ -341,7 +341,9 @@ pub unsafe extern "C" fn flock_group_cancel(
 /// Waits for the group's unfinished tasks (as flock_group_wait: on a worker it runs tasks
 /// meanwhile; failures are not reported), then frees the group. So when it returns no task
 /// of the group runs any more, and their arguments may be freed. To drop the queued ones
-/// instead of running them, call flock_group_cancel first. NULL is a no-op.
+/// instead of running them, call flock_group_cancel first. NULL is a no-op. This is the drop
+/// rule of task groups in Rust and C++ too (dropping a Rust TaskGroup, destroying a
+/// flock::task_group).
 ///
 /// Never call it from one of the group's own tasks or their drop callbacks: it would wait
 /// for that task itself. Such a call prints a message to stderr and aborts the process
@@ -369,6 +371,10 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
             );
             std::process::abort();
         }
+        // Dropping the group here waits for its tasks too (`TaskGroup`'s drop), but the wait
+        // above left none unfinished and no call may follow or race this one: it returns at
+        // once. The explicit wait stays for the abort: the drop returns without waiting
+        // where the wait is refused, which C, whose task arguments are freed next, cannot allow.
     }
 }
 
