@@ -402,6 +402,7 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
+                self.shard().stat_owned(Stat::VictimsScanned, 1);
                 // Its join halves first: the oldest is the largest piece of a divide and
                 // conquer still unclaimed (rayon's thieves take it from the same end).
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
@@ -439,6 +440,7 @@ impl WorkerThread {
                 }
             }
             if !retry {
+                self.shard().stat_owned(Stat::FailedSteals, 1);
                 return None;
             }
             std::hint::spin_loop();
