@@ -1744,7 +1744,8 @@ fn svg(rows: &[Row], m: &Machine) -> String {
         .max(1.0);
     let y_of = |v: f64| bottom - (v.log10() - lo) / (hi - lo) * (bottom - top);
 
-    let idle: Vec<&Row> = rows.iter().filter(|r| r.unit == Unit::CpuMsPerS).collect();
+    // idle-cpu's rows alone (idle-burst's are in the table only).
+    let idle: Vec<&Row> = rows.iter().filter(|r| r.workload == "idle-cpu").collect();
     let lane_rows: Vec<&Row> = rows
         .iter()
         .filter(|r| r.workload.starts_with("lanes-"))
