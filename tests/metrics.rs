@@ -408,6 +408,10 @@ fn search_and_sleep_counters_add_up_after_fork_join() {
             "a failed search looks at every other worker: {s:?}"
         );
         assert!(s.local_push_wake_checks <= s.local_pushes, "{s:?}");
+        assert!(
+            s.searches >= s.failed_steals,
+            "outside a pause, a failed steal ends a search: {s:?}"
+        );
     });
 }
 

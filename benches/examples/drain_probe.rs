@@ -77,7 +77,8 @@
 //! grow with the workers, on pools of each `W` workers (default 2 4 8 16; on a machine with
 //! fewer CPUs the pool is oversubscribed, which leaves the counts meaningful and the times
 //! not). `RUNS` (default 20) runs of `fib(FIB_N)` through `flock::Pool::join` after one warm-up
-//! run; from `Stats` (the `stats` feature): steals, victims scanned, failed steals (searches
+//! run; from `Stats` (the `stats` feature): searches beyond the own deque (each checks the
+//! broadcast mailbox), steals, victims scanned, failed steals (searches
 //! that found nothing), local pushes that found a sleeper (`local_push_wake_checks`), park
 //! attempts (each a membarrier where the pool uses it), parks, wake-ups and read-modify-writes
 //! of the sleep state word. Then the same runs in a child process under
@@ -829,7 +830,8 @@ fn clock() {
 type StatOf = fn(&flock::Stats) -> u64;
 
 /// The `Stats` counters `join-events` reads, in its table's order.
-const JOIN_EVENTS: [(&str, StatOf); 9] = [
+const JOIN_EVENTS: [(&str, StatOf); 10] = [
+    ("searches", |s| s.searches),
     ("stolen", |s| s.stolen),
     ("victims", |s| s.victims_scanned),
     ("failed steals", |s| s.failed_steals),

@@ -58,8 +58,11 @@ pub(crate) enum Stat {
     ParkAttempts,
     /// Pushes onto a worker's own deques that found a sleeper (`Sleep::notify_local_work`).
     LocalPushWakeChecks,
+    /// Looks for work beyond a worker's own deque (`find_work_beyond_own`), each starting
+    /// with the broadcast mailbox.
+    Searches,
 }
-const STATS: usize = 17;
+const STATS: usize = 18;
 
 /// Per-lane statistics, kept only when the pool has more than one lane (but `Claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

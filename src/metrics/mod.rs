@@ -85,6 +85,10 @@ pub struct Stats {
     pub parks: u64,
     /// Times a parked worker woke up. *(stats)*
     pub wakeups: u64,
+    /// Times a worker out of work in its own deque looked further (its join deque, the
+    /// broadcast mailbox, the shared queues, then the other workers' deques): each pays the
+    /// mailbox check. *(stats)*
+    pub searches: u64,
     /// Other workers' deques a worker out of local work looked at for a task to steal
     /// (a diagnostic of the search: victims scanned per join or task). *(stats)*
     pub victims_scanned: u64,
@@ -359,6 +363,7 @@ impl Registry {
             local_pushes: stat(Stat::LocalPushes),
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
+            searches: stat(Stat::Searches),
             victims_scanned: stat(Stat::VictimsScanned),
             failed_steals: stat(Stat::FailedSteals),
             park_attempts: stat(Stat::ParkAttempts),

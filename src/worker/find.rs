@@ -104,6 +104,7 @@ impl WorkerThread {
     /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
     #[inline(never)]
     fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
+        self.shard().stat_owned(Stat::Searches, 1);
         // Our join deque (see `pop_join_as_job`).
         if let Some(found) = self.pop_join_as_job() {
             return Some(found);
