@@ -3,7 +3,8 @@
 # (fib-join, qsort), 1u-1Mt, cpu-1us and the idle rows (idle-cpu, idle-burst) under
 # `taskset -c 0-(N-1)` for N in 1 2 4 8 12 16 (those the machine has), so every pool sizes
 # itself to N workers, and prints one markdown table of the ratios flock ÷ rayon measured in
-# the same run (rayon's rows run in the same rounds as flock's), lower is better:
+# the same run, lower is better (fib-join and qsort pair flock and rayon round by round; the
+# other rows run each pool's 3 runs in turn, a fresh pool each):
 #   fib-join   ns a join beyond the sequential run, by wall time × workers (paired rounds)
 #   qsort      wall time (paired rounds)
 #   1u-1Mt, cpu-1us   wall time a task (rayon's rate ÷ flock's)
