@@ -19,8 +19,8 @@
  * (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig for a prefix pkg-config does not know; flock-static
  * links libflock.a), or with CMake: find_package(flock CONFIG REQUIRED), target flock::flock.
  * Under valgrind --leak-check=full, add --suppressions=PREFIX/share/flock/flock.supp: the
- * per-thread records of crossbeam-epoch show as "possibly lost" (not a leak). Details:
- * ffi/README.md.
+ * per-thread records of crossbeam-epoch and the main thread's Rust thread handle show as
+ * "possibly lost" (not leaks). Details: ffi/README.md.
  */
 
 #ifndef FLOCK_H
@@ -33,6 +33,26 @@
 #include <stdint.h>
 /* The version of the library this header describes; compare with flock_version(). */
 #define FLOCK_VERSION "0.1.0"
+
+/* Marks a function kept for old programs: compilers that know the attribute warn at its
+ * calls, with the note naming what to use instead. */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define FLOCK_DEPRECATED(note) [[deprecated(note)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define FLOCK_DEPRECATED(note) __attribute__((deprecated(note)))
+#else
+#define FLOCK_DEPRECATED(note)
+#endif
+
+/* In C++ a function and a struct of one name (flock_stats, flock_worker_stats,
+ * flock_lane_stats) draw -Wshadow ("hides constructor"): the C API names each struct's tag
+ * after the function that fills it. Name the structs by their _t typedefs in C++ (as
+ * flock.hpp does); the warning is silenced for this header only. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#define FLOCK_H_DIAGNOSTIC_PUSHED
+#endif
 
 
 // The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
@@ -111,7 +131,7 @@ enum flock_status {
     // was built with pin_workers). That worker was not added; the ones started before it
     // keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
     FLOCK_ERR_PIN_FAILED = 12,
-    // flock_group_wait or flock_group_wait_timeout: every task of the group has finished, and
+    // flock_group_wait or flock_group_wait_timeout_ns: every task of the group has finished, and
     // at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
     // the last wait that reported failures. The group is usable again.
     FLOCK_ERR_TASK_FAILED = 13,
@@ -446,10 +466,17 @@ void flock_config_init(flock_config_t *cfg);
 // `pool` is NULL or a live pool from flock_pool_new.
 flock_status_t flock_resize(flock_pool_t *pool, uint32_t workers);
 
-// Pauses the pool: workers start no task until flock_resume. Running tasks finish; queued
-// tasks wait; submits still queue, within the pool's capacity and when_full policy. Idle
-// workers sleep. While paused, flock_wait returns FLOCK_ERR_PAUSED instead of waiting for a
-// queue that will not move. Pausing a paused pool changes nothing.
+// Pauses the pool: no task submitted from outside the pool after this returns starts before
+// flock_resume. Running tasks finish; queued tasks wait; submits still queue, within the
+// pool's capacity and when_full policy. Idle workers sleep. While paused, flock_wait returns
+// FLOCK_ERR_PAUSED instead of waiting for a queue that will not move. Pausing a paused pool
+// changes nothing.
+//
+// Tasks that running tasks submitted (into their worker's own queue) may still start during
+// the pause, where a running task waits for them: a task in flock_group_wait runs such tasks
+// of its pool, so a task that fills a group and waits on it finishes its fan-out during
+// the pause (as Rust's join and scope do). Tasks submitted from outside are never started
+// there.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_SHUTDOWN once flock_shutdown
 // has been called (a shutdown drains the pool, and a pause would hold it).
@@ -618,8 +645,9 @@ flock_status_t flock_group_submit_lane_ex(flock_group_t *group, uint32_t lane, v
 // from one of the group's own tasks or from the drop callback of one being dropped (it would
 // wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 //
-// While the pool is paused, queued tasks of the group do not start, so the
-// wait lasts until flock_resume.
+// While the pool is paused (flock_pause), tasks of the group submitted from outside the pool
+// do not start, so a wait for them lasts until flock_resume; tasks of the group that running
+// tasks submitted may still be run by a worker waiting here (see flock_pause).
 //
 // Thread-safety: any number of threads may wait on one group at once; each returns once
 // the group had no unfinished task at some moment during its call (tasks submitted
@@ -630,10 +658,11 @@ flock_status_t flock_group_submit_lane_ex(flock_group_t *group, uint32_t lane, v
 // `group` is NULL or a live group from flock_group_new.
 flock_status_t flock_group_wait(flock_group_t *group);
 
-// Like flock_group_wait, for at most timeout_ms milliseconds: FLOCK_ERR_TIMEOUT when tasks of
-// the group are still unfinished then (they go on; wait again later). Unlike
-// flock_group_wait this one blocks the calling thread and runs no tasks meanwhile, also on a
-// worker: a task that waits so for tasks only its own worker could run times out.
+// Like flock_group_wait, for at most timeout_ns nanoseconds (the unit of flock_wait_timeout):
+// FLOCK_ERR_TIMEOUT when tasks of the group are still unfinished then (they go on; wait
+// again later). UINT64_MAX (about 584 years) is in effect no limit.
+// Unlike flock_group_wait this one blocks the calling thread and runs no tasks meanwhile,
+// also on a worker: a task that waits so for tasks only its own worker could run times out.
 //
 // Returns FLOCK_OK, FLOCK_ERR_TASK_FAILED (as flock_group_wait), FLOCK_ERR_TIMEOUT,
 // FLOCK_ERR_WOULD_DEADLOCK (as flock_group_wait), FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
@@ -642,7 +671,19 @@ flock_status_t flock_group_wait(flock_group_t *group);
 //
 // # Safety
 // `group` is NULL or a live group from flock_group_new.
-flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_ms);
+flock_status_t flock_group_wait_timeout_ns(flock_group_t *group, uint64_t timeout_ns);
+
+// Deprecated: use flock_group_wait_timeout_ns, which takes nanoseconds as flock_wait_timeout
+// does. This one takes milliseconds and otherwise behaves exactly as
+// flock_group_wait_timeout_ns given the same time (also past UINT64_MAX nanoseconds). It
+// stays for programs written against flock 0.1.0; the header marks it deprecated, so
+// compilers that know the attribute warn where it is called.
+//
+// Thread-safety: as flock_group_wait.
+//
+// # Safety
+// `group` is NULL or a live group from flock_group_new.
+FLOCK_DEPRECATED("takes milliseconds; use flock_group_wait_timeout_ns") flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_ms);
 
 // Drops the group's tasks that have not started: each one's drop callback (when not NULL)
 // is called once, on this thread, before this returns; each counts as dropped in
@@ -653,7 +694,7 @@ flock_status_t flock_group_wait_timeout(flock_group_t *group, uint64_t timeout_m
 // A task counts as finished only once its drop callback has returned: from the callback,
 // flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
 // FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
-// flock_group_wait_timeout of this group; flock_group_free of this group aborts there.
+// flock_group_wait_timeout_ns of this group; flock_group_free of this group aborts there.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 //
@@ -691,7 +732,7 @@ void flock_group_free(flock_group_t *group);
 // A task counts as finished only once its drop callback has returned: from the callback,
 // flock_wait, flock_wait_timeout and flock_shutdown of this pool return
 // FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
-// flock_group_wait_timeout of the task's own group (flock_group_free of it aborts there).
+// flock_group_wait_timeout_ns of the task's own group (flock_group_free of it aborts there).
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 //
@@ -864,6 +905,25 @@ int32_t flock_current_worker(void);
 // `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
 flock_status_t flock_stats(const flock_pool_t *pool, flock_stats_t *out);
 
+// Stores in *out how many of the pool's workers are running a task now (their state is
+// FLOCK_WORKER_RUNNING), without building a whole flock_stats_t. A worker waiting inside a
+// task (flock_group_wait) counts while it runs other tasks there, and not while it sleeps
+// with nothing to run. Tasks run off the workers (FLOCK_WHEN_FULL_CALLER_RUNS, helper
+// threads) are not counted; flock_stats_t.in_flight - flock_stats_t.queued counts them too.
+// A gauge: it may be stale by the time it is read. With nothing outstanding (from the
+// moment flock_wait returns FLOCK_OK until the next submit) it reads 0, though a worker that
+// ran the last task may still show FLOCK_WORKER_RUNNING in flock_stats for a moment.
+//
+// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
+// FLOCK_OK). After shutdown: 0.
+//
+// Ownership: the caller owns *out. Thread-safety: any thread, concurrently with every other
+// call on the pool except flock_pool_free, including from inside the pool's tasks.
+//
+// # Safety
+// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+flock_status_t flock_running(const flock_pool_t *pool, uint32_t *out);
+
 // Copies a snapshot of worker number `worker` (0 to workers - 1) into *out.
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_INVALID_ARGUMENT when
@@ -1021,3 +1081,8 @@ flock_status_t flock_task_fail(void);
 #endif  // __cplusplus
 
 #endif  /* FLOCK_H */
+
+#ifdef FLOCK_H_DIAGNOSTIC_PUSHED
+#pragma GCC diagnostic pop
+#undef FLOCK_H_DIAGNOSTIC_PUSHED
+#endif

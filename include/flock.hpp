@@ -29,10 +29,18 @@
 //
 // Task groups and loops: flock::task_group g(pool); g.run(f); g.wait(); waits for exactly
 // g's tasks (rethrowing the first exception), and inside a task it runs other tasks while it
-// waits, so groups nest. flock::parallel_for(pool, 0, n, [&](int i) { ... }) splits a range
-// into blocks (about four per worker unless told) run as a group; pool.submit_blocks(0, n,
-// [](int lo, int hi) { return ...; }).get() collects one result per block; pool.detach_loop
-// submits the blocks without waiting. pool.purge() drops every queued task.
+// waits, so groups nest; destroying a group waits too. flock::parallel_for(pool, 0, v.size(),
+// [&](size_t i) { ... }) splits a range (bounds of any integer types, BS::thread_pool's
+// common index type) into blocks (about four per worker unless told) run as a group;
+// pool.submit_blocks(0, n, [](int lo, int hi) { return ...; }).get() collects one result per
+// block (a flock::multi_future, as BS::thread_pool's); submit_loop and submit_sequence (one
+// task per index) likewise; detach_loop, detach_blocks and detach_sequence submit without
+// waiting. flock::thread_pool is another name for flock::pool. pool.purge() drops every
+// queued task.
+//
+// Introspection: pool.stats(), pool.running() (workers running a task now),
+// flock::this_thread::get_index() (the calling worker's index, or std::nullopt). Worker
+// thread ids and native handles are not exposed (the core does not record them yet).
 //
 // Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
 // runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
@@ -57,6 +65,7 @@
 #include "flock.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -64,6 +73,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -91,6 +101,17 @@ private:
 namespace detail {
 inline void check(flock_status_t status) {
     if (status != FLOCK_OK) throw error(status);
+}
+
+// A timeout in whole nanoseconds for the C API (flock_wait_timeout and the group's), rounded
+// up: 0 for a negative or zero one, UINT64_MAX (in effect no limit) from about 285 years up,
+// where converting to std::chrono::nanoseconds would overflow. The comparison is made in
+// floating point, where no duration overflows.
+template <class Rep, class Period>
+uint64_t saturating_ns(std::chrono::duration<Rep, Period> timeout) {
+    if (timeout <= timeout.zero()) return 0;
+    if (std::chrono::duration<long double, std::nano>(timeout).count() >= 9e18L) return UINT64_MAX;
+    return static_cast<uint64_t>(std::chrono::ceil<std::chrono::nanoseconds>(timeout).count());
 }
 
 // A callable stored in the argument word itself.
@@ -182,10 +203,20 @@ public:
         for (const auto& f : *this) f.wait();
     }
 
-    /// Waits for every future, at most `timeout` in all; true when all are ready.
+    /// Waits for every future, at most `timeout` in all; true when all are ready. A timeout
+    /// past what steady_clock can count to is no limit (it does not wrap to the past).
     template <class Rep, class Period>
     bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
-        return wait_until(std::chrono::steady_clock::now() + timeout);
+        using clock = std::chrono::steady_clock;
+        auto now = clock::now();
+        uint64_t ns = detail::saturating_ns(timeout);
+        auto room = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::time_point::max() - now).count();
+        if (room < 0 || ns >= static_cast<uint64_t>(room)) {
+            wait();
+            return true;
+        }
+        auto left = std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
+        return wait_until(now + std::chrono::duration_cast<clock::duration>(left));
     }
 
     /// Waits for every future until `deadline`; true when all are ready.
@@ -355,6 +386,18 @@ private:
 /// The index of the flock worker calling, or -1 outside any pool.
 inline int32_t current_worker() noexcept { return flock_current_worker(); }
 
+/// About the calling thread, as BS::thread_pool's BS::this_thread.
+namespace this_thread {
+/// The index (0 to workers - 1) of the flock worker calling, or std::nullopt on a thread
+/// that is not a flock worker (see flock_current_worker: a task run by the submitter under
+/// FLOCK_WHEN_FULL_CALLER_RUNS or on a helper thread has none).
+inline std::optional<std::size_t> get_index() noexcept {
+    int32_t w = flock_current_worker();
+    if (w < 0) return std::nullopt;
+    return static_cast<std::size_t>(w);
+}
+}  // namespace this_thread
+
 /// From a long task: runs queued tasks of heavier lanes that are due, here (see
 /// flock_yield_to_lanes); returns how many ran.
 inline size_t yield_to_lanes() noexcept { return flock_yield_to_lanes(); }
@@ -364,6 +407,10 @@ class pool {
 public:
     /// Starts a pool with every default.
     pool() : pool(config()) {}
+
+    /// Starts a pool of `workers` threads, every other setting the default (0: the default
+    /// count, as config()), as BS::thread_pool's constructor.
+    explicit pool(uint32_t workers) : pool(workers ? config().workers(workers) : config()) {}
 
     /// Starts a pool; throws flock::error (FLOCK_ERR_INVALID_CONFIG, FLOCK_ERR_THREAD_SPAWN).
     /// Keeps the config's worker hooks alive for as long as the pool's workers run.
@@ -457,10 +504,10 @@ public:
     /// Like wait() with a time limit: false when it ran out first (a paused pool is waited
     /// for like any other). Throws flock::error with FLOCK_ERR_WOULD_DEADLOCK where wait()
     /// does, never a false that would only mean "try again".
+    /// A timeout too long for nanoseconds (a thousand years, duration::max()) is no limit.
     template <class Rep, class Period>
     bool wait_for(std::chrono::duration<Rep, Period> timeout) {
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
-        flock_status_t st = flock_wait_timeout(p_, ns < 0 ? 0 : static_cast<uint64_t>(ns));
+        flock_status_t st = flock_wait_timeout(p_, detail::saturating_ns(timeout));
         if (st == FLOCK_ERR_TIMEOUT) return false;
         detail::check(st);
         return true;
@@ -506,11 +553,20 @@ public:
     /// The number of workers wanted (as built or last resized).
     uint32_t workers() const { return stats().workers; }
 
+    /// How many workers are running a task now (see flock_running): a gauge, which may be
+    /// stale by the time it is read.
+    uint32_t running() const {
+        uint32_t n = 0;
+        detail::check(flock_running(p_, &n));
+        return n;
+    }
+
     /// Sets the number of workers (see flock_resize); throws flock::error
     /// (FLOCK_ERR_INVALID_ARGUMENT for 0 or past max_workers, FLOCK_ERR_SHUTDOWN, ...).
     void resize(uint32_t workers) { detail::check(flock_resize(p_, workers)); }
 
-    /// Stops starting tasks until resume() (see flock_pause); wait() then throws
+    /// Stops starting tasks submitted from outside the pool until resume() (see flock_pause:
+    /// a task waiting on a task_group may still run the tasks it submitted); wait() then throws
     /// flock::error(FLOCK_ERR_PAUSED) while tasks are queued. Throws FLOCK_ERR_SHUTDOWN after
     /// shutdown().
     void pause() { detail::check(flock_pause(p_)); }
@@ -543,20 +599,45 @@ public:
 
     /// Calls f(i) for every i in [first, last), in blocks run as tasks of a task_group, and
     /// returns when all have run (see flock::parallel_for, which this is).
-    template <class I, class F>
-    void parallel_for(I first, I last, F&& f, size_t blocks = 0);
+    template <class I1, class I2, class F>
+    void parallel_for(I1 first, I2 last, F&& f, size_t blocks = 0);
 
-    /// Like parallel_for, without waiting (BS::thread_pool's detach_loop): the blocks are
-    /// plain tasks of the pool; wait for them with wait(). An exception f throws is counted in
-    /// stats().panicked and discarded, as for submit().
-    template <class I, class F>
-    void detach_loop(I first, I last, F&& f, size_t blocks = 0);
+    /// Calls f(i) for every i in [first, last) in blocks that are plain tasks of the pool,
+    /// without waiting (BS::thread_pool's detach_loop); wait for them with wait(). Bounds,
+    /// blocks and splitting as flock::parallel_for. An exception f throws stops its block,
+    /// is counted in stats().panicked and discarded, as for submit().
+    template <class I1, class I2, class F>
+    void detach_loop(I1 first, I2 last, F&& f, size_t blocks = 0);
+
+    /// Like detach_loop, calling f(start, end) once per block (BS::thread_pool's
+    /// detach_blocks): the blocks are consecutive and cover [first, last).
+    template <class I1, class I2, class F>
+    void detach_blocks(I1 first, I2 last, F&& f, size_t blocks = 0);
+
+    /// Calls f(i) for every i in [first, last), each index its own plain task, without
+    /// waiting (BS::thread_pool's detach_sequence): for a few indices of real work each.
+    template <class I1, class I2, class F>
+    void detach_sequence(I1 first, I2 last, F&& f);
 
     /// Calls f(start, end) for consecutive blocks covering [first, last), as tasks of a
-    /// task_group, and returns their results to collect (BS::thread_pool's submit_blocks):
-    /// see flock::block_results.
-    template <class I, class F>
-    auto submit_blocks(I first, I last, F&& f, size_t blocks = 0);
+    /// task_group, and returns a flock::block_results<R> (a multi_future<R>, R what f
+    /// returns) with one future per block, in order (BS::thread_pool's submit_blocks).
+    /// Bounds, blocks and splitting as flock::parallel_for. Throws flock::error when the pool
+    /// refuses a block (the blocks accepted before it are waited for before the exception
+    /// leaves).
+    template <class I1, class I2, class F>
+    auto submit_blocks(I1 first, I2 last, F&& f, size_t blocks = 0);
+
+    /// Like submit_blocks, calling f(i) for every index of each block; the futures are void
+    /// (BS::thread_pool's submit_loop).
+    template <class I1, class I2, class F>
+    auto submit_loop(I1 first, I2 last, F&& f, size_t blocks = 0);
+
+    /// Calls f(i) for every i in [first, last), each index its own task of a task_group, and
+    /// returns a flock::block_results<R> with one future per index, in order
+    /// (BS::thread_pool's submit_sequence).
+    template <class I1, class I2, class F>
+    auto submit_sequence(I1 first, I2 last, F&& f);
 
     /// The C handle, still owned by this object (for calls the wrapper lacks).
     flock_pool_t* native_handle() const noexcept { return p_; }
@@ -611,6 +692,11 @@ private:
     std::shared_ptr<const config::worker_hooks> hooks_;  // after p_: released once it is freed
 };
 
+/// What task_group::wait returns (oneTBB's task_group_status): every task of the group has
+/// finished, and cancel() was called since the previous wait (canceled) or not (complete).
+/// not_complete is never returned by flock; it is there for code written for oneTBB.
+enum class task_group_status { not_complete, complete, canceled };
+
 /// A set of tasks on a pool that is waited for as a whole (oneTBB's task_group, over
 /// flock_group_t): run() adds a task, wait() returns once exactly the group's tasks have
 /// finished. Waiting from inside a task of any flock pool runs that pool's tasks meanwhile,
@@ -622,7 +708,9 @@ private:
 ///
 /// Ownership: the destructor waits for the group's tasks (flock_group_free), so tasks may
 /// capture references to objects declared before the group; exceptions not yet reported are
-/// then discarded. Move-only. A wait() on a group from one of its own tasks (or from the
+/// then discarded. This is the drop rule of every flock task group: flock_group_free and
+/// C++'s destructor wait for the group's tasks, queued ones included (cancel() first to drop
+/// those instead); nothing a group's tasks use may go before the group does. Move-only. A wait() on a group from one of its own tasks (or from the
 /// destructor of one that cancel() drops) would wait for that task itself: it throws
 /// flock::error(FLOCK_ERR_WOULD_DEADLOCK). Never destroy a group there: flock_group_free
 /// aborts the process rather than hang.
@@ -684,27 +772,62 @@ public:
 
     /// Waits for every task of the group (helping on a worker), then rethrows the first
     /// exception a task threw since the last wait, if any (flock::error(FLOCK_ERR_TASK_FAILED)
-    /// for a failure reported without one, e.g. a C task's flock_task_fail). Reusable after.
-    void wait() { report(flock_group_wait(g_)); }
+    /// for a failure reported without one, e.g. a C task's flock_task_fail). Returns
+    /// task_group_status::canceled when cancel() was called since the last wait (some tasks
+    /// may have been dropped unrun), task_group_status::complete otherwise, as oneTBB's
+    /// task_group::wait; either way no task of the group is left, and is_canceling() is false
+    /// again (of several threads waiting at once after a cancel, one reports canceled).
+    /// Reusable after.
+    task_group_status wait() {
+        flock_status_t st = flock_group_wait(g_);
+        bool canceled = errors_ && errors_->canceling.exchange(false);
+        report(st);
+        return canceled ? task_group_status::canceled : task_group_status::complete;
+    }
 
-    /// Like wait() for at most `timeout`: false when tasks are still unfinished then. Blocks
-    /// without running tasks (see flock_group_wait_timeout).
+    /// Runs f() on the calling thread, then wait()s (oneTBB's run_and_wait): f may run more
+    /// tasks in the group, which the wait covers. If f throws, the group is still waited for
+    /// (its own exceptions then discarded) and f's exception comes out.
+    template <class F>
+    task_group_status run_and_wait(F&& f) {
+        try {
+            std::forward<F>(f)();
+        } catch (...) {
+            try {
+                wait();
+            } catch (...) {  // f's exception is the one reported
+            }
+            throw;
+        }
+        return wait();
+    }
+
+    /// Like wait() for at most `timeout`: false when tasks are still unfinished then (then
+    /// is_canceling() stays as it was). Blocks without running tasks (see
+    /// flock_group_wait_timeout_ns). A timeout too long for nanoseconds is no limit.
     template <class Rep, class Period>
     bool wait_for(std::chrono::duration<Rep, Period> timeout) {
-        auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
-        flock_status_t st = flock_group_wait_timeout(g_, ms < 0 ? 0 : static_cast<uint64_t>(ms));
+        flock_status_t st = flock_group_wait_timeout_ns(g_, detail::saturating_ns(timeout));
         if (st == FLOCK_ERR_TIMEOUT) return false;
+        if (errors_) errors_->canceling = false;
         report(st);
         return true;
     }
 
     /// Drops the group's tasks that have not started (their callables are destroyed here) and
-    /// returns how many; running ones go on (wait() for them).
+    /// returns how many; running ones go on (wait() for them). Until the next wait() returns,
+    /// is_canceling() is true.
     size_t cancel() {
         size_t n = 0;
         detail::check(flock_group_cancel(g_, &n));
+        errors_->canceling = true;
         return n;
     }
+
+    /// Whether cancel() was called since the last wait() returned (oneTBB's
+    /// task_group::is_canceling): a task of the group may read it to stop early. false for a
+    /// moved-from group.
+    bool is_canceling() const noexcept { return errors_ && errors_->canceling.load(); }
 
     /// The C handle, still owned by this object.
     flock_group_t* native_handle() const noexcept { return g_; }
@@ -713,6 +836,7 @@ private:
     struct errors {
         std::mutex lock;
         std::exception_ptr first;
+        std::atomic<bool> canceling{false};
     };
 
     template <class F>
@@ -763,127 +887,263 @@ private:
 };
 
 namespace detail {
-// The block size for n indices on a pool of `workers`: about four blocks per worker, so
-// that thieves have something to take when blocks run unevenly; `blocks` (when not 0) asks
-// for that many blocks instead.
-inline size_t block_size(size_t n, uint32_t workers, size_t blocks) {
-    if (n == 0) return 1;
-    size_t want = blocks ? blocks : size_t(4) * (workers ? workers : 1);
-    size_t size = (n + want - 1) / want;
-    return size ? size : 1;
+template <size_t Bytes>
+struct signed_of_size;
+template <>
+struct signed_of_size<2> { using type = int16_t; };
+template <>
+struct signed_of_size<4> { using type = int32_t; };
+template <>
+struct signed_of_size<8> { using type = int64_t; };
+
+template <class A, class B, bool Same = std::is_signed_v<A> == std::is_signed_v<B>>
+struct common_index {  // same signedness: the wider
+    using type = std::conditional_t<(sizeof(A) >= sizeof(B)), A, B>;
+};
+template <class A, class B>
+struct common_index<A, B, false> {  // one signed, one unsigned
+    using S = std::conditional_t<std::is_signed_v<A>, A, B>;
+    using U = std::conditional_t<std::is_signed_v<A>, B, A>;
+    using type = std::conditional_t<
+        (sizeof(U) >= 8), U,  // no signed type holds both: the unsigned one (BS's rule)
+        std::conditional_t<(sizeof(S) > sizeof(U)), S, typename signed_of_size<(sizeof(U) >= 8 ? 8 : 2 * sizeof(U))>::type>>;
+};
+
+template <class I>
+constexpr bool is_index = std::is_integral_v<I> && !std::is_same_v<std::remove_cv_t<I>, bool>;
+}  // namespace detail
+
+/// The type a loop over [first, last) with `first` of type A and `last` of type B counts in
+/// (BS::thread_pool's common_index_type): for two signed or two unsigned types, the wider;
+/// for a signed and an unsigned one, a signed type that holds both, except that with a
+/// 64-bit unsigned type (size_t) it is that type, so a negative `first` there must be cast
+/// by the caller. parallel_for(pool, 0, v.size(), f) counts in size_t.
+template <class A, class B>
+using common_index_t = typename detail::common_index<std::remove_cv_t<A>, std::remove_cv_t<B>>::type;
+
+namespace detail {
+// [first, last) cut into consecutive blocks whose sizes differ by at most one, the larger
+// first (BS::thread_pool's split): as many blocks as asked (`want`), or as there are indices
+// when fewer. Lengths and offsets are counted in the unsigned type of T's width, where
+// last - first of any two T values fits: no signed overflow, no wrap, for every width.
+template <class T>
+class block_split {
+    using U = std::make_unsigned_t<T>;
+
+public:
+    block_split(T first, T last, size_t want) : first_(first) {
+        if (!(first < last)) return;
+        // Exact: last > first, so the difference modulo 2^width is the true length.
+        U n = static_cast<U>(static_cast<U>(last) - static_cast<U>(first));
+        count_ = static_cast<uintmax_t>(n) < want ? static_cast<size_t>(n) : want;
+        base_ = static_cast<U>(n / static_cast<U>(count_));
+        extra_ = static_cast<U>(n % static_cast<U>(count_));
+    }
+
+    size_t count() const noexcept { return count_; }
+    T start(size_t b) const noexcept { return at(b); }
+    T end(size_t b) const noexcept { return at(b + 1); }
+
+private:
+    // first + b * base + min(b, extra): at most the length, so it fits U; the conversion
+    // back to T is the value first + offset, which lies in [first, last].
+    T at(size_t b) const noexcept {
+        U ub = static_cast<U>(b);
+        U offset = static_cast<U>(ub * base_ + std::min(ub, extra_));
+        return static_cast<T>(static_cast<U>(static_cast<U>(first_) + offset));
+    }
+
+    T first_;
+    size_t count_ = 0;
+    U base_ = 0, extra_ = 0;
+};
+
+// The number of blocks for a loop on a pool of `workers`: `blocks` when not 0, otherwise
+// about four per worker, so that thieves have something to take when blocks run unevenly.
+inline size_t want_blocks(uint32_t workers, size_t blocks) {
+    return blocks ? blocks : size_t(4) * (workers ? workers : 1);
 }
 
-// Calls each(start, end) for consecutive blocks of [first, last).
-template <class I, class Each>
-void for_blocks(I first, I last, size_t size, Each&& each) {
-    if (!(first < last)) return;
-    auto n = static_cast<size_t>(last - first);
-    for (size_t start = 0; start < n; start += size) {
-        size_t end = std::min(n, start + size);
-        each(static_cast<I>(first + static_cast<I>(start)), static_cast<I>(first + static_cast<I>(end)));
+// Runs call() into `promise`: its value, or the exception it threw (then the task is also
+// reported failed, so stats().panicked counts it, as for submit_task).
+template <class R, class Call>
+void fulfil(std::promise<R>& promise, Call& call) noexcept {
+    try {
+        if constexpr (std::is_void_v<R>) {
+            call();
+            promise.set_value();
+        } else {
+            promise.set_value(call());
+        }
+        return;
+    } catch (...) {
+        try {
+            promise.set_exception(std::current_exception());
+        } catch (...) {  // already satisfied: R's move threw after set_value took it
+        }
     }
+    flock_task_fail();
 }
 }  // namespace detail
 
-/// Calls f(i) for every i in [first, last) (an integer range) on `p`, in blocks run as tasks
-/// of a task_group, and returns when all have run, rethrowing the first exception one threw.
-/// `blocks` 0 picks the block count itself (about four per worker). Nestable: called from
+/// Calls f(i) for every i in [first, last) on `p`, in blocks run as tasks of a task_group,
+/// and returns when all have run, rethrowing the first exception one threw. The bounds may be
+/// of different integer types (0 and v.size()): i is of their common_index_t. `blocks` 0
+/// picks the block count itself (about four per worker); blocks differ in size by at most
+/// one index. Any range of any integer type splits without overflow. Nestable: called from
 /// inside a task (a parallel_for inside a parallel_for), the waiting worker runs blocks too.
-/// f is shared by all blocks (by reference): it must be callable from several threads at once.
-template <class I, class F>
-void parallel_for(pool& p, I first, I last, F&& f, size_t blocks = 0) {
-    static_assert(std::is_integral_v<I>, "flock::parallel_for takes an integer range");
-    if (!(first < last)) return;
-    size_t size = detail::block_size(static_cast<size_t>(last - first), p.workers(), blocks);
+/// f is shared by all blocks (by reference): it must be callable from several threads at
+/// once. A block that throws stops there; the others run to their end.
+template <class I1, class I2, class F>
+void parallel_for(pool& p, I1 first, I2 last, F&& f, size_t blocks = 0) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::parallel_for takes an integer range");
+    using T = common_index_t<I1, I2>;
+    detail::block_split<T> split(static_cast<T>(first), static_cast<T>(last), detail::want_blocks(p.workers(), blocks));
+    if (split.count() == 0) return;
     task_group group(p);
     auto& fn = f;
-    detail::for_blocks(first, last, size, [&](I start, I end) {
-        group.run([&fn, start, end] {
-            for (I i = start; i < end; ++i) fn(i);
+    for (size_t b = 0; b < split.count(); b++) {
+        group.run([&fn, start = split.start(b), end = split.end(b)] {
+            for (T i = start; i < end; ++i) fn(i);
         });
-    });
+    }
     group.wait();
 }
 
-/// The results of pool::submit_blocks: one per block, in order. get() waits for every block
-/// (helping on a worker) and returns them (nothing for void), rethrowing the first exception
-/// a block threw. Move-only; destroying it waits for the blocks.
+/// The results of pool::submit_blocks, submit_loop and submit_sequence: a
+/// multi_future<R> (one future per block or index, in order) whose tasks form a task_group.
+/// Use it as a multi_future (iterate, get() one future, ready_count()...) or move it into one:
+/// `flock::multi_future<R> m = pool.submit_blocks(...)` (that waits for the blocks first, as
+/// the destructor below). Its own wait() and get() wait through the group, so on a worker
+/// they run tasks meanwhile (a nested submit_blocks(...).get() completes on one worker,
+/// where waiting on a std::future would block the worker); get() returns the results in
+/// order (nothing for void), rethrowing the first exception in order, once every block has
+/// finished. A block that throws counts in stats().panicked.
+///
+/// Move-only. Destroying it waits for the blocks that were accepted (also when it is never
+/// read, when an exception unwinds past it, and when submitting failed part-way), so the
+/// callable may capture references to objects declared before it. A block dropped unrun
+/// (purge, a shutdown that discards) leaves std::future_error(broken_promise) in its future.
 template <class R>
-class block_results {
+class block_results : public multi_future<R> {
 public:
-    /// Waits for every block; rethrows the first exception.
-    void wait() { group_.wait(); }
-
-    /// Waits for every block and returns the results in block order (void: nothing).
-    auto get() {
-        group_.wait();
-        if constexpr (!std::is_void_v<R>) {
-            std::vector<R> out;
-            out.reserve(slots_->size());
-            for (auto& r : *slots_) out.push_back(std::move(*r));
-            return out;
-        }
+    /// Waits for every block (helping on a worker). Exceptions stay in the futures.
+    void wait() {
+        flock_status_t st = flock_group_wait(group_.native_handle());
+        if (st != FLOCK_ERR_TASK_FAILED) detail::check(st);  // failures are in the futures
     }
 
-    /// How many blocks there are.
-    size_t size() const noexcept { return blocks_; }
+    /// Waits for every block, at most `timeout` (not helping: see task_group::wait_for);
+    /// true when all have finished.
+    template <class Rep, class Period>
+    bool wait_for(std::chrono::duration<Rep, Period> timeout) {
+        flock_status_t st = flock_group_wait_timeout_ns(group_.native_handle(), detail::saturating_ns(timeout));
+        if (st == FLOCK_ERR_TIMEOUT) return false;
+        if (st != FLOCK_ERR_TASK_FAILED) detail::check(st);
+        return true;
+    }
+
+    /// Waits for every block and returns the results in order (void: nothing); rethrows the
+    /// first exception in block order. Each future is consumed.
+    auto get() {
+        wait();
+        return multi_future<R>::get();
+    }
 
 private:
     friend class pool;
-    using slot = std::optional<std::conditional_t<std::is_void_v<R>, char, R>>;
-    explicit block_results(pool& p) : group_(p), slots_(std::make_unique<std::vector<slot>>()) {}
+    explicit block_results(pool& p) : group_(p) {}
 
+    // Runs call() as a task of the group, its result into the next future.
+    template <class Call>
+    void add(Call&& call) {
+        std::promise<R> promise;
+        this->push_back(promise.get_future());  // reserved: does not throw
+        group_.run([promise = std::move(promise), call = std::forward<Call>(call)]() mutable noexcept {
+            detail::fulfil(promise, call);
+        });
+    }
+
+    // A member, so destroyed (waiting for the blocks) before the futures of the base class.
     task_group group_;
-    std::unique_ptr<std::vector<slot>> slots_;
-    size_t blocks_ = 0;
 };
 
-template <class I, class F>
-void pool::parallel_for(I first, I last, F&& f, size_t blocks) {
+template <class I1, class I2, class F>
+void pool::parallel_for(I1 first, I2 last, F&& f, size_t blocks) {
     flock::parallel_for(*this, first, last, std::forward<F>(f), blocks);
 }
 
-template <class I, class F>
-void pool::detach_loop(I first, I last, F&& f, size_t blocks) {
-    static_assert(std::is_integral_v<I>, "flock::pool::detach_loop takes an integer range");
-    if (!(first < last)) return;
-    size_t size = detail::block_size(static_cast<size_t>(last - first), workers(), blocks);
-    // Shared by the blocks, which may outlive this call: one copy, owned by all of them.
-    auto fn = std::make_shared<std::decay_t<F>>(std::forward<F>(f));
-    detail::for_blocks(first, last, size, [&](I start, I end) {
-        submit([fn, start, end] {
-            for (I i = start; i < end; ++i) (*fn)(i);
-        });
-    });
+template <class I1, class I2, class F>
+void pool::detach_loop(I1 first, I2 last, F&& f, size_t blocks) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::detach_loop takes an integer range");
+    using T = common_index_t<I1, I2>;
+    detach_blocks(first, last, [loop = std::forward<F>(f)](T start, T end) mutable {
+        for (T i = start; i < end; ++i) loop(i);
+    }, blocks);
 }
 
-template <class I, class F>
-auto pool::submit_blocks(I first, I last, F&& f, size_t blocks) {
-    static_assert(std::is_integral_v<I>, "flock::pool::submit_blocks takes an integer range");
+template <class I1, class I2, class F>
+void pool::detach_blocks(I1 first, I2 last, F&& f, size_t blocks) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::detach_blocks takes an integer range");
+    using T = common_index_t<I1, I2>;
+    detail::block_split<T> split(static_cast<T>(first), static_cast<T>(last), detail::want_blocks(workers(), blocks));
+    if (split.count() == 0) return;
+    // Shared by the blocks, which may outlive this call: one copy, owned by all of them.
+    auto fn = std::make_shared<std::decay_t<F>>(std::forward<F>(f));
+    for (size_t b = 0; b < split.count(); b++)
+        submit([fn, start = split.start(b), end = split.end(b)] { (*fn)(start, end); });
+}
+
+template <class I1, class I2, class F>
+void pool::detach_sequence(I1 first, I2 last, F&& f) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::detach_sequence takes an integer range");
+    using T = common_index_t<I1, I2>;
+    auto fn = std::make_shared<std::decay_t<F>>(std::forward<F>(f));
+    for (T i = static_cast<T>(first), end = static_cast<T>(last); i < end; ++i) submit([fn, i] { (*fn)(i); });
+}
+
+template <class I1, class I2, class F>
+auto pool::submit_blocks(I1 first, I2 last, F&& f, size_t blocks) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::submit_blocks takes an integer range");
+    using T = common_index_t<I1, I2>;
     using Fn = std::decay_t<F>;
-    using R = std::invoke_result_t<Fn&, I, I>;
+    using R = std::invoke_result_t<Fn&, T, T>;
     block_results<R> results(*this);
-    if (!(first < last)) return results;
-    size_t size = detail::block_size(static_cast<size_t>(last - first), workers(), blocks);
+    detail::block_split<T> split(static_cast<T>(first), static_cast<T>(last), detail::want_blocks(workers(), blocks));
+    if (split.count() == 0) return results;
     auto fn = std::make_shared<Fn>(std::forward<F>(f));
-    size_t count = (static_cast<size_t>(last - first) + size - 1) / size;
-    results.slots_->resize(count);  // never resized again: blocks write their own slot
-    results.blocks_ = count;
-    size_t index = 0;
-    auto* slots = results.slots_.get();
-    detail::for_blocks(first, last, size, [&](I start, I end) {
-        auto* slot = &(*slots)[index++];
-        results.group_.run([fn, start, end, slot] {
-            if constexpr (std::is_void_v<R>) {
-                (*fn)(start, end);
-                slot->emplace('\1');
-            } else {
-                slot->emplace((*fn)(start, end));
-            }
-        });
-    });
+    results.reserve(split.count());
+    for (size_t b = 0; b < split.count(); b++)
+        results.add([fn, start = split.start(b), end = split.end(b)]() -> R { return (*fn)(start, end); });
     return results;
 }
+
+template <class I1, class I2, class F>
+auto pool::submit_loop(I1 first, I2 last, F&& f, size_t blocks) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::submit_loop takes an integer range");
+    using T = common_index_t<I1, I2>;
+    return submit_blocks(first, last, [loop = std::forward<F>(f)](T start, T end) mutable {
+        for (T i = start; i < end; ++i) loop(i);
+    }, blocks);
+}
+
+template <class I1, class I2, class F>
+auto pool::submit_sequence(I1 first, I2 last, F&& f) {
+    static_assert(detail::is_index<I1> && detail::is_index<I2>, "flock::pool::submit_sequence takes an integer range");
+    using T = common_index_t<I1, I2>;
+    using Fn = std::decay_t<F>;
+    using R = std::invoke_result_t<Fn&, T>;
+    block_results<R> results(*this);
+    T start = static_cast<T>(first), end = static_cast<T>(last);
+    if (!(start < end)) return results;
+    auto fn = std::make_shared<Fn>(std::forward<F>(f));
+    results.reserve(static_cast<size_t>(static_cast<std::make_unsigned_t<T>>(end) - static_cast<std::make_unsigned_t<T>>(start)));
+    for (T i = start; i < end; ++i) results.add([fn, i]() -> R { return (*fn)(i); });
+    return results;
+}
+
+/// BS::thread_pool's name for flock::pool, so code written for it reads the same.
+using thread_pool = pool;
 
 }  // namespace flock
 

@@ -10,7 +10,7 @@
 use crate::job::Job;
 use crate::pool::{fire_and_forget, Pool};
 use crate::registry::{Registry, Route};
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::unwind::wake_guarded;
 use crate::worker::with_current;
@@ -46,7 +46,7 @@ impl RoomWakers {
 
     /// Stores `waker` under `*id` (given a new id the first time), replacing the one stored
     /// before unless it wakes the same task.
-    fn register(&self, id: &mut Option<u64>, waker: &Waker) {
+    pub(crate) fn register(&self, id: &mut Option<u64>, waker: &Waker) {
         let mut list = self.list.lock();
         let key = *id.get_or_insert_with(|| {
             list.next_id += 1;
@@ -65,7 +65,7 @@ impl RoomWakers {
     }
 
     /// Removes the waker stored under `id`, if a wake has not taken it already.
-    fn unregister(&self, id: u64) {
+    pub(crate) fn unregister(&self, id: u64) {
         let mut list = self.list.lock();
         if let Some(pos) = list.wakers.iter().position(|(k, _)| *k == id) {
             list.wakers.swap_remove(pos);
@@ -213,18 +213,20 @@ impl<F> fmt::Debug for SpawnAsync<'_, F> {
     }
 }
 
-/// On a worker of `registry`'s pool, pushes `make(task)` onto its own deque (never refused,
-/// never waiting) and returns what `make` gave back; elsewhere hands the task back.
+/// On a worker of `registry`'s pool, pushes `make(task, lane)` onto its own deque of that
+/// lane (never refused, never waiting) and returns what `make` gave back; elsewhere hands the
+/// task back.
 fn on_own_worker<F, R>(
     registry: &Registry,
     lane: Option<usize>,
     task: F,
-    make: impl FnOnce(F) -> (Job, R),
+    make: impl FnOnce(F, usize) -> (Job, R),
 ) -> Result<R, F> {
     with_current(|w| match w {
         Some(w) if w.is_in(registry) => {
-            let (job, out) = make(task);
-            w.submit_local(job, lane);
+            let lane = w.local_lane(lane);
+            let (job, out) = make(task, lane);
+            w.submit_local(job, Some(lane));
             Ok(out)
         }
         _ => Err(task),
@@ -247,7 +249,7 @@ where
         let Ok(lane) = this.waiting.lane else {
             return Poll::Ready(Err(SubmitError::new(task, RejectReason::UnknownLane)));
         };
-        let task = match on_own_worker(reg, lane, task, |task| (fire_and_forget(task), ())) {
+        let task = match on_own_worker(reg, lane, task, |task, _| (fire_and_forget(task), ())) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(task) => task,
         };
@@ -284,7 +286,7 @@ where
         let Ok(lane) = this.waiting.lane else {
             return Poll::Ready(JoinHandle::refused(reg, RejectReason::UnknownLane));
         };
-        let task = match on_own_worker(reg, lane, task, |task| spawn_job(reg, task)) {
+        let task = match on_own_worker(reg, lane, task, |task, lane| spawn_job(reg, lane, task)) {
             Ok(handle) => return Poll::Ready(handle),
             Err(task) => task,
         };
@@ -294,8 +296,8 @@ where
                 Poll::Pending
             }
             Poll::Ready(Ok(route)) => {
-                let (job, handle) = spawn_job(reg, task);
                 let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, task);
                 Registry::dispatch(reg, reg.counters.external(), route, job, lane);
                 Poll::Ready(handle)
             }

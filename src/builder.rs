@@ -84,6 +84,7 @@ enum Pinning {
 /// assert_eq!(pool.workers(), 2);
 /// ```
 #[must_use = "a builder does nothing until build() is called"]
+#[doc(alias = "ThreadPoolBuilder")]
 pub struct PoolBuilder {
     workers: Option<usize>,
     capacity: usize,
@@ -196,14 +197,18 @@ impl PoolBuilder {
         Self::default()
     }
 
-    /// Number of worker threads to start with. Default: the CPUs this process may run on
+    /// Number of worker threads to start with. Default, and what `0` asks for (as rayon's
+    /// `num_threads(0)`): the CPUs this process may run on
     /// (`std::thread::available_parallelism`, which honours affinity masks and cgroup quotas).
     /// [`Pool::resize`] changes it later, up to [`max_workers`](PoolBuilder::max_workers).
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(3).build().unwrap();
     /// assert_eq!(pool.workers(), 3);
+    /// let default = flock::Pool::builder().workers(0).build().unwrap();
+    /// assert_eq!(default.workers(), std::thread::available_parallelism().map_or(1, usize::from));
     /// ```
+    #[doc(alias = "num_threads")]
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n);
         self
@@ -568,6 +573,30 @@ impl PoolBuilder {
         self
     }
 
+    /// Builds the process's [`global`](fn@crate::global) pool with this configuration,
+    /// instead of the defaults and environment variables its first use would read; the free
+    /// functions ([`flock::spawn`](fn@crate::spawn), [`flock::join`](fn@crate::join), ...) off
+    /// the workers then use it. As rayon's `ThreadPoolBuilder::build_global`. Call it early
+    /// in `main`: once the global pool exists it cannot be replaced. The pool lives for the
+    /// rest of the process and cannot be shut down (see [`global`](fn@crate::global)).
+    ///
+    /// # Errors
+    /// [`BuildError::GlobalAlreadyBuilt`] when the global pool was built already (by an
+    /// earlier call, or by a first use); nothing is started then. Any error of
+    /// [`build`](PoolBuilder::build) otherwise, and the global pool stays unbuilt.
+    ///
+    /// ```
+    /// flock::Pool::builder().workers(2).capacity(1_000).build_global()?;
+    /// assert_eq!(flock::global().workers(), 2);
+    /// assert_eq!(flock::global().capacity(), 1_000);
+    /// let again = flock::Pool::builder().build_global().unwrap_err();
+    /// assert!(matches!(again, flock::BuildError::GlobalAlreadyBuilt));
+    /// # Ok::<(), flock::BuildError>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        crate::global::build_global(self)
+    }
+
     /// Checks the configuration and starts the workers. Returns once every worker is running
     /// (and pinned, when asked). A configuration that cannot work is a [`BuildError`] that
     /// says what to change, before any thread starts.
@@ -583,12 +612,9 @@ impl PoolBuilder {
     /// ```
     pub fn build(self) -> Result<Pool, BuildError> {
         let workers = match self.workers {
+            Some(0) | None => std::thread::available_parallelism().map_or(1, usize::from),
             Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, usize::from),
         };
-        if workers == 0 {
-            return Err(BuildError::ZeroWorkers);
-        }
         if workers > MAX_WORKERS {
             return Err(BuildError::TooManyWorkers {
                 requested: workers,

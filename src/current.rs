@@ -23,13 +23,14 @@ use crate::worker::with_current;
 use crate::SubmitError;
 
 /// The pool of the worker running this thread, if it is one.
-fn current_registry() -> Option<Arc<Registry>> {
+pub(crate) fn current_registry() -> Option<Arc<Registry>> {
     with_current(|w| w.map(|w| w.registry_arc().clone()))
 }
 
-/// Runs `a` and `b`, potentially in parallel, in the current pool (see the module docs), and
-/// returns both results: [`Pool::join`](crate::Pool::join) without naming a pool. A panic in
-/// either is re-raised after both finished.
+/// Runs `a` and `b`, potentially in parallel, in the current pool (the calling worker's pool;
+/// anywhere else the [`global`] one), and returns both results:
+/// [`Pool::join`](crate::Pool::join) without naming a pool. A panic in either is re-raised
+/// after both finished. Off the workers it blocks the calling thread until both finished.
 ///
 /// ```
 /// let v: Vec<u32> = (1..=100).collect();
@@ -50,9 +51,11 @@ where
     })
 }
 
-/// Runs `op` with a [`Scope`] of the current pool (see the module docs): returns once `op` and
-/// every task spawned in the scope have finished, re-raising the first panic.
-/// [`Pool::scope`](crate::Pool::scope) without naming a pool.
+/// Runs `op` with a [`Scope`] of the current pool (the calling worker's pool; anywhere else the
+/// [`global`] one): returns once `op` and every task spawned in the scope have finished,
+/// re-raising the first panic; the calling thread blocks until then (a worker runs other
+/// tasks meanwhile). [`Pool::scope`](crate::Pool::scope) without naming a pool. `op` runs on
+/// the calling thread, as in [`in_place_scope`](crate::in_place_scope).
 ///
 /// ```
 /// let mut parts = [0u64; 4];
@@ -100,9 +103,12 @@ where
     }
 }
 
-/// Runs `task` in the current pool (see the module docs) and returns a handle to its result.
+/// Runs `task` in the current pool (the calling worker's pool; anywhere else the [`global`]
+/// one) and returns a handle to its result.
 /// On a worker the task goes to the worker's own deque (never refused, never blocking), as
-/// [`Pool::spawn`](crate::Pool::spawn) does from a task; elsewhere `global().spawn(task)`.
+/// [`Pool::spawn`](crate::Pool::spawn) does from a task; elsewhere `global().spawn(task)`, which
+/// blocks the calling thread while the global pool's queue is full (from async code use
+/// [`Pool::run_async`](crate::Pool::run_async) on [`global`]).
 ///
 /// # Panics
 /// Off the workers, if the global pool cannot be built (see [`global`]).
@@ -120,7 +126,7 @@ where
 {
     match with_current(|w| match w {
         Some(w) => {
-            let (job, handle) = spawn_job(w.registry_arc(), task);
+            let (job, handle) = spawn_job(w.registry_arc(), w.lane(), task);
             w.submit_local(job, None);
             Ok(handle)
         }
@@ -146,7 +152,7 @@ where
 {
     match with_current(|w| match w {
         Some(w) => {
-            let (job, handle) = spawn_job(w.registry_arc(), task);
+            let (job, handle) = spawn_job(w.registry_arc(), w.lane(), task);
             crate::fifo::push_fifo(w, job);
             Ok(handle)
         }
@@ -157,10 +163,11 @@ where
     }
 }
 
-/// Runs `task` in the current pool (see the module docs), fire and forget. On a worker it
+/// Runs `task` in the current pool (the calling worker's pool; anywhere else the [`global`]
+/// one), fire and forget. On a worker it
 /// goes to the worker's own deque; elsewhere admission is as for
-/// [`Pool::submit`](crate::Pool::submit) on the global pool, and a refused task comes back in
-/// the error.
+/// [`Pool::submit`](crate::Pool::submit) on the global pool (it blocks the calling thread
+/// while the queue is full), and a refused task comes back in the error.
 ///
 /// # Panics
 /// Off the workers, if the global pool cannot be built (see [`global`]).
@@ -247,6 +254,7 @@ pub fn yield_now() -> Option<Yield> {
 /// assert_eq!(pool.install(flock::current_num_workers), 3);
 /// assert_eq!(flock::current_num_workers(), flock::global().workers());
 /// ```
+#[doc(alias = "current_num_threads")]
 pub fn current_num_workers() -> usize {
     with_current(|w| w.map(|w| w.registry_arc().workers())).unwrap_or_else(|| global().workers())
 }

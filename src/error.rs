@@ -386,6 +386,10 @@ pub enum WaitError {
     /// The pool is paused with tasks waiting in a queue: they would not start before
     /// [`Pool::resume`](crate::Pool::resume), so waiting could last forever.
     Paused,
+    /// A shutdown was asked of the [`global`](fn@crate::global) pool, which every part of the
+    /// process shares and which is never shut down; nothing was changed. Wait for it with
+    /// [`Pool::wait`](crate::Pool::wait) instead.
+    GlobalPool,
 }
 
 impl fmt::Display for WaitError {
@@ -397,6 +401,9 @@ impl fmt::Display for WaitError {
             }
             WaitError::Timeout => "the timeout passed before the pool finished",
             WaitError::Paused => "the pool is paused with tasks queued; resume() it before waiting",
+            WaitError::GlobalPool => {
+                "the global pool is shared by the whole process and cannot be shut down; wait() for it instead"
+            }
         })
     }
 }
@@ -464,6 +471,46 @@ impl JoinError {
             _ => None,
         }
     }
+
+    /// Whether the task was removed before it started: [`Cancelled`](JoinError::Cancelled)
+    /// by [`JoinHandle::cancel`](crate::JoinHandle::cancel) (or a dropped
+    /// [`CancelOnDrop`](crate::CancelOnDrop), or a
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)), or [`Dropped`](JoinError::Dropped) by
+    /// `shutdown_now` or [`Pool::purge`](crate::Pool::purge). As tokio's
+    /// `JoinError::is_cancelled` (which a runtime shutdown gives too). A refused task was
+    /// never accepted, so it is not cancelled.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(1).build().unwrap();
+    /// pool.pause();
+    /// let queued = pool.spawn(|| 1);
+    /// assert!(queued.cancel());
+    /// let err = queued.join().unwrap_err();
+    /// assert!(err.is_cancelled() && !err.is_panic());
+    /// ```
+    #[doc(alias = "is_canceled")]
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, JoinError::Cancelled | JoinError::Dropped)
+    }
+
+    /// The panic payload if the task panicked, else the error itself back. As tokio's
+    /// `JoinError::try_into_panic`.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let err = pool.spawn(|| std::panic::panic_any(7u8)).join().unwrap_err();
+    /// let payload = err.try_into_panic().expect("it panicked");
+    /// assert_eq!(payload.downcast_ref::<u8>(), Some(&7));
+    /// pool.shutdown().unwrap();
+    /// let refused = pool.spawn(|| ()).join().unwrap_err();
+    /// assert!(matches!(refused.try_into_panic(), Err(flock::JoinError::Refused(_))));
+    /// ```
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self {
+            JoinError::Panicked(p) => Ok(p.into_inner()),
+            other => Err(other),
+        }
+    }
 }
 
 impl fmt::Debug for JoinError {
@@ -502,14 +549,16 @@ impl std::error::Error for JoinError {}
 /// An invalid pool configuration, or a failure to start the pool's threads.
 ///
 /// ```
-/// let err = flock::Pool::builder().workers(0).build().unwrap_err();
-/// assert!(matches!(err, flock::BuildError::ZeroWorkers));
+/// let err = flock::Pool::builder().capacity(0).build().unwrap_err();
+/// assert!(matches!(err, flock::BuildError::ZeroCapacity));
 /// println!("{err}"); // says what to change
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// `workers(0)`: a pool needs at least one worker.
+    /// A pool needs at least one worker. Not returned by
+    /// [`build`](crate::PoolBuilder::build) any more: `workers(0)` now asks for the default
+    /// (as rayon's `num_threads(0)`); kept so that code matching on it still compiles.
     ZeroWorkers,
     /// More workers than the sleep protocol's counters can hold.
     TooManyWorkers {
@@ -588,6 +637,11 @@ pub enum BuildError {
         /// What it holds.
         value: String,
     },
+    /// [`PoolBuilder::build_global`](crate::PoolBuilder::build_global) was called after the
+    /// global pool was built (by an earlier `build_global`, or on first use of
+    /// [`global`](fn@crate::global) or a free function). As rayon's `build_global`, it
+    /// configures the global pool only before anything uses it.
+    GlobalAlreadyBuilt,
 }
 
 impl fmt::Display for BuildError {
@@ -645,6 +699,10 @@ impl fmt::Display for BuildError {
                 };
                 write!(f, "{var}={value:?} is not valid; set it to {wanted}, or unset it")
             }
+            BuildError::GlobalAlreadyBuilt => f.write_str(
+                "build_global: the global pool was already built (by build_global or a first use); \
+                 call build_global once, before anything uses the global pool",
+            ),
         }
     }
 }

@@ -95,7 +95,7 @@ impl Pool {
         let reg = self.registry();
         match with_current(|w| match w {
             Some(w) if w.is_in(reg) => {
-                let (job, handle) = spawn_job(reg, task);
+                let (job, handle) = spawn_job(reg, w.lane(), task);
                 push_fifo(w, job);
                 Ok(handle)
             }

@@ -15,17 +15,21 @@
 //!   joined when the process exits (as with rayon's global pool): `main` returning ends them
 //!   wherever they are, and tasks still queued then do not run. Call `global().wait()` before
 //!   returning when they must.
-//! - **Shutdown.** `global().shutdown()` is allowed: it runs what was accepted and joins the
-//!   workers, and from then on every submit to the global pool is refused with
-//!   [`RejectReason::Shutdown`](crate::RejectReason::Shutdown). The pool is not rebuilt.
-//! - **Configuration.** `FLOCK_WORKERS` and `FLOCK_MEMBARRIER` are the only knobs. For
-//!   anything else (capacity, backpressure, pinning, hooks), build your own [`Pool`] and share
-//!   it.
+//! - **Shutdown.** None: every part of the process shares the pool, so no part may close it
+//!   for the others. `global().shutdown()`, `shutdown_timeout` and `shutdown_now` change
+//!   nothing and answer [`WaitError::GlobalPool`](crate::WaitError::GlobalPool);
+//!   `global().wait()` waits for what was accepted. (Pausing and resizing it are allowed.)
+//! - **Configuration.** [`PoolBuilder::build_global`](crate::PoolBuilder::build_global)
+//!   builds it from a builder of yours, once, before its first use (as rayon's
+//!   `ThreadPoolBuilder::build_global`); the environment variables are then not read.
+//!   Otherwise the first use builds it with the defaults and `FLOCK_WORKERS` and
+//!   `FLOCK_MEMBARRIER`.
 //! - **`fork()`.** A child process has none of its parent's threads, so the parent's global
 //!   pool has no workers there. On Unix the child forgets it (a `pthread_atfork` handler,
 //!   registered when the pool is first built, empties the slot; the parent's copy is leaked,
 //!   not dropped) and builds a fresh global pool on first use, with both variables read
-//!   again. Workers sleep on futexes of their own (not in `parking_lot`'s process-wide
+//!   again (a `build_global` configuration of the parent is not carried over: call it again
+//!   in the child). Workers sleep on futexes of their own (not in `parking_lot`'s process-wide
 //!   table, whose stale entries a child inherits), so forking while they sleep is fine. Fork
 //!   from a thread that is not one of the pool's workers, and while no other thread is inside
 //!   a flock call (a `wait()`, a blocked submit, a lock taken for a moment): as in any
@@ -33,12 +37,12 @@
 //!   Pools you built yourself are not rebuilt: see [`Pool`].
 //!
 //! ```
-//! use flock::RejectReason;
+//! use flock::WaitError;
 //!
 //! flock::submit(|| println!("on the global pool"))?;
-//! flock::global().shutdown()?;
-//! let refused = flock::submit(|| ()).unwrap_err();
-//! assert_eq!(refused.reason(), RejectReason::Shutdown);
+//! assert_eq!(flock::global().shutdown(), Err(WaitError::GlobalPool));
+//! flock::submit(|| println!("still open"))?;
+//! flock::global().wait()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -133,9 +137,10 @@ pub fn try_global() -> Result<&'static Pool, BuildError> {
 /// `FLOCK_MEMBARRIER` (`0` or `1`) [`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier).
 /// It is never dropped,
 /// so its workers are not joined at exit (as with rayon's global pool): wait for it before
-/// `main` returns if queued tasks must run. `global().shutdown()` is allowed, after which
-/// submits are refused with [`RejectReason::Shutdown`](crate::RejectReason::Shutdown). For
-/// any other configuration, build your own `Pool`.
+/// `main` returns if queued tasks must run. It cannot be shut down: its shutdown calls
+/// answer [`WaitError::GlobalPool`](crate::WaitError::GlobalPool) and change nothing. For
+/// any other configuration, call [`PoolBuilder::build_global`](crate::PoolBuilder::build_global)
+/// before its first use, or build your own `Pool`.
 ///
 /// # Panics
 /// If the pool cannot be built, with a message that includes the [`BuildError`], such as a
@@ -172,11 +177,27 @@ fn init_global() -> Result<&'static Pool, BuildError> {
     if let Some(membarrier) = membarrier_from_env()? {
         builder = builder.membarrier(membarrier);
     }
-    let pool: &'static Pool = Box::leak(Box::new(builder.build()?));
+    fill(builder.build()?)
+}
+
+/// Puts `pool` in the slot, for the rest of the process. Called by the builder's turn holder
+/// only, with the slot empty.
+fn fill(pool: Pool) -> Result<&'static Pool, BuildError> {
+    let pool: &'static Pool = Box::leak(Box::new(pool.into_global()));
     forget_on_fork();
     // Release: pairs with the Acquire load in `built`. Only the turn's holder fills the slot.
     GLOBAL.store(ptr::from_ref(pool).cast_mut(), Ordering::Release);
     Ok(pool)
+}
+
+/// `PoolBuilder::build_global`: builds the global pool from `builder`, unless it is built
+/// already (then `GlobalAlreadyBuilt`, and nothing is started).
+pub(crate) fn build_global(builder: crate::PoolBuilder) -> Result<(), BuildError> {
+    let _turn = BuildTurn::take();
+    if built().is_some() {
+        return Err(BuildError::GlobalAlreadyBuilt);
+    }
+    fill(builder.build()?).map(drop)
 }
 
 /// Registers `forget_in_child` with `pthread_atfork`, once per process (a forked child

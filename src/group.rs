@@ -7,10 +7,11 @@
 //! task can end reaches the count through one `Drop`, and no path has to remember it. The
 //! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
 
+use crate::admit::RoomWakers;
 use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
@@ -104,6 +105,7 @@ impl std::error::Error for GroupError {}
 /// assert_eq!(leaves.load(Ordering::Relaxed), 32);
 /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 /// ```
+#[doc(alias = "JoinSet")]
 pub struct TaskGroup {
     state: CellArc<GroupState>,
     registry: Arc<Registry>,
@@ -120,8 +122,13 @@ struct GroupState {
     waiters: Mutex<Vec<CellArc<Waiter>>>,
     /// Waiters with a time limit sleep here, under `waiters`' lock.
     timed: Condvar,
-    /// The handles of tasks not known to be finished, for `cancel`.
+    /// The handles of tasks not known to be finished, for `cancel`. A handle leaves the list
+    /// only under this lock, for good: taken by `cancel`, or dropped because its task has
+    /// finished (`Handles::take_finished`). So a `cancel` sees every handle of an unfinished
+    /// task kept before it took the lock, whatever waits and spawns run meanwhile.
     handles: Mutex<Handles>,
+    /// `TaskGroup::wait_async` futures, woken by `transition_to_idle` after the latches.
+    async_waiters: RoomWakers,
 }
 
 /// One wait without a time limit: a fresh latch per wait, so the group's count may go to
@@ -135,6 +142,24 @@ struct Handles {
     list: Vec<JoinHandle<()>>,
     /// The length at which `keep` next drops the handles of finished tasks.
     prune_at: usize,
+}
+
+impl Handles {
+    /// Takes the handles of finished tasks out of the list, leaving the others in it. The
+    /// caller drops them after unlocking: dropping a handle may drop a panic payload, whose
+    /// destructor is the user's.
+    fn take_finished(&mut self) -> Vec<JoinHandle<()>> {
+        let mut finished = Vec::new();
+        let mut i = 0;
+        while i < self.list.len() {
+            if self.list[i].is_finished() {
+                finished.push(self.list.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        finished
+    }
 }
 
 const FIRST_PRUNE: usize = 64;
@@ -259,6 +284,9 @@ impl GroupState {
             // the waiter is alive while its latch is unset (it waits for it).
             unsafe { latch::set_and_wake(&w.latch, &w.owner) };
         }
+        // After our section under `waiters`' lock: a future that checked `pending` under
+        // it before us had stored its waker already (`poll_idle`).
+        self.async_waiters.wake_all();
     }
 }
 
@@ -282,14 +310,16 @@ impl TaskGroup {
                     list: Vec::new(),
                     prune_at: FIRST_PRUNE,
                 }),
+                async_waiters: RoomWakers::new(),
             }),
             registry: pool.registry().clone(),
         }
     }
 
     /// Runs `task` on the group's pool as one of the group's tasks, as
-    /// [`Pool::spawn`](crate::Pool::spawn) would: a task the pool refuses is dropped unrun
-    /// (and counted refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
+    /// [`Pool::spawn`](crate::Pool::spawn) would (so it blocks the calling thread while a
+    /// `Block` pool's queue is full): a task the pool refuses is dropped unrun (and counted
+    /// refused by the pool); [`submit`](TaskGroup::submit) hands it back instead.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -373,8 +403,9 @@ impl TaskGroup {
         let reg = &self.registry;
         let task = match crate::worker::with_current(|w| match w {
             Some(w) if w.is_in(reg) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(reg, lane, self.wrap(task));
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             _ => Err(task),
@@ -388,8 +419,9 @@ impl TaskGroup {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, self.wrap(task));
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, self.wrap(task));
+                Registry::dispatch(reg, shard, route, job, lane);
                 self.keep(handle);
                 Ok(())
             }
@@ -406,17 +438,25 @@ impl TaskGroup {
         move || task.run()
     }
 
-    /// Keeps a task's handle for `cancel`; from time to time drops those of finished tasks.
+    /// Keeps a task's handle for `cancel`; from time to time drops those of finished tasks
+    /// (after unlocking, as `prune`).
     fn keep(&self, handle: JoinHandle<()>) {
         let mut handles = self.state.handles.lock();
-        if handles.list.len() >= handles.prune_at {
-            handles.list.retain(|h| !h.is_finished());
+        let finished = if handles.list.len() >= handles.prune_at {
+            let finished = handles.take_finished();
             handles.prune_at = (handles.list.len() * 2).max(FIRST_PRUNE);
-        }
+            finished
+        } else {
+            Vec::new()
+        };
         handles.list.push(handle);
+        drop(handles);
+        drop(finished);
     }
 
-    /// Waits until every task of the group has finished (run, panicked, or dropped by
+    /// Blocks the calling thread (from async code, await
+    /// [`wait_async`](TaskGroup::wait_async) instead) until every task of the group has
+    /// finished (run, panicked, or dropped by
     /// [`cancel`](TaskGroup::cancel), [`Pool::purge`] or `shutdown_now`). On a worker of
     /// any pool, the worker runs its own pool's tasks meanwhile. Returns
     /// `Err(GroupError::Panicked(n))` when `n` tasks panicked since the last wait that
@@ -517,18 +557,19 @@ impl TaskGroup {
     }
 
     /// Drops the handles of finished tasks (outside the lock: a panic payload is the user's).
+    /// The others never leave the list, so a concurrent `cancel` finds them.
     fn prune(&self) {
-        let list = std::mem::take(&mut self.state.handles.lock().list);
-        let (running, finished): (Vec<_>, Vec<_>) =
-            list.into_iter().partition(|h| !h.is_finished());
-        self.state.handles.lock().list.extend(running);
+        let finished = self.state.handles.lock().take_finished();
         drop(finished);
     }
 
     /// Drops the group's tasks that have not started: their closures' destructors run here,
-    /// each is counted as dropped in [`Stats`](crate::Stats), and a wait no longer waits for
-    /// them. Returns how many were dropped. Tasks already running are not stopped, and
-    /// tasks spawned concurrently with the call may or may not be dropped.
+    /// each is counted as dropped in [`Stats`](crate::Stats) and gives its place in the
+    /// pool's capacity back at once (as [`JoinHandle::cancel`](crate::JoinHandle::cancel)),
+    /// and a wait no longer waits for them. Returns how many were dropped. Tasks already running are not stopped, and
+    /// tasks spawned concurrently with the call may or may not be dropped; a task whose spawn
+    /// returned before the call began is dropped if it has not started, whatever waits on the
+    /// group run meanwhile (a wait lets go of finished tasks' handles only).
     ///
     /// A task stays unfinished until its destructor has returned, so from a destructor run
     /// here [`Pool::wait`], [`Pool::wait_for`] and the pool's shutdowns answer
@@ -601,5 +642,57 @@ impl fmt::Debug for TaskGroup {
         f.debug_struct("TaskGroup")
             .field("unfinished", &self.unfinished())
             .finish_non_exhaustive()
+    }
+}
+
+/// `wait_for`, the name `Pool` uses for its `Result` form; and the group side of
+/// `TaskGroup::wait_async` (`src/awaits.rs`).
+impl TaskGroup {
+    /// [`wait_timeout`](TaskGroup::wait_timeout) under the name [`Pool::wait_for`] has: both
+    /// wait at most `timeout` and answer a `Result` (`Err(GroupError::Timeout)` when tasks are
+    /// still unfinished then). Blocks the calling thread up to `timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = flock::Pool::new();
+    /// let group = flock::TaskGroup::new(&pool);
+    /// group.spawn(|| ());
+    /// assert_eq!(group.wait_for(Duration::from_secs(60)), Ok(()));
+    /// assert_eq!(pool.wait_for(Duration::from_secs(60)), Ok(()));
+    /// ```
+    pub fn wait_for(&self, timeout: Duration) -> Result<(), GroupError> {
+        self.wait_timeout(timeout)
+    }
+
+    /// `wait` as a future's poll: ready with the wait's result once nothing of the group is
+    /// unfinished; else `cx`'s waker is stored under `*id` and woken by the task that brings
+    /// the count to zero.
+    pub(crate) fn poll_idle(
+        &self,
+        id: &mut Option<u64>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), GroupError>> {
+        use std::task::Poll;
+        self.refuse_from_own_task()?;
+        // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
+        if self.state.pending.load(Ordering::Acquire) != 0 {
+            self.state.async_waiters.register(id, cx.waker());
+            // Under the lock `transition_to_idle` takes after its decrement: either the zero
+            // is seen here, or that call's `wake_all` (after its lock) sees our waker.
+            let list = self.state.waiters.lock();
+            if self.state.pending.load(Ordering::Acquire) != 0 {
+                return Poll::Pending;
+            }
+            drop(list);
+        }
+        self.forget_waker(id);
+        Poll::Ready(self.take_result())
+    }
+
+    /// Drops the waker a `poll_idle` stored under `*id`, if one is still stored.
+    pub(crate) fn forget_waker(&self, id: &mut Option<u64>) {
+        if let Some(id) = id.take() {
+            self.state.async_waiters.unregister(id);
+        }
     }
 }

@@ -1,11 +1,14 @@
 //! flock: a multi-threaded work-stealing task pool, with backpressure, priority lanes, live
 //! resizing, panics caught per task, cheap always-on statistics and a C ABI.
 //!
-//! The package is `flock-pool` on crates.io; the library is `flock`:
+//! The package is `flock-pool`; the library is `flock`. Until the package is on crates.io,
+//! depend on the repository (or a clone of it, with `path = ".."`); once published, on the
+//! registry:
 //!
 //! ```toml
 //! [dependencies]
-//! flock-pool = "0.1"
+//! flock-pool = { git = "https://github.com/flock-pool/flock" } # today
+//! # flock-pool = "0.1"                                         # once on crates.io
 //! ```
 //!
 //! ```
@@ -28,8 +31,9 @@
 //! # When to use flock, and when not
 //!
 //! * **Against [rayon](https://docs.rs/rayon)**: rayon is the tool for data parallelism
-//!   (`par_iter`) and for fork-join inside one computation, and is faster than flock at
-//!   `join` itself. flock is a *service* pool: tasks arrive from many threads over the life
+//!   through iterator adaptors (`par_iter().filter().map()...`), and is faster than flock at
+//!   `join` itself; flock has the common slice helpers as plain functions ([Data
+//!   parallelism](#data-parallelism)). flock is a *service* pool: tasks arrive from many threads over the life
 //!   of a program, and it gives you what a long-running service needs around them: a bound on
 //!   queued work with a policy for when it is reached ([`Backpressure`]), tasks handed back
 //!   when refused ([`SubmitError::into_inner`]), graceful and immediate shutdown, weighted
@@ -52,16 +56,108 @@
 //! # Async
 //!
 //! From async code (any executor; flock depends on no runtime): `.await` a [`JoinHandle`]
-//! instead of calling `join`, and submit with [`Pool::spawn_async`] / [`Pool::submit_async`],
-//! which wait for room in a full queue instead of blocking the executor's thread.
-//! [`JoinHandle::cancel_on_drop`] makes a timeout remove work still queued.
+//! instead of calling `join`; [`Pool::run_async`] is one `.await` for room in the queue and
+//! then the result; [`Pool::submit_async`] / [`Pool::spawn_async`] wait for room in a full
+//! queue instead of blocking the executor's thread; [`Pool::wait_async`] and
+//! [`TaskGroup::wait_async`] are the awaitable waits. [`JoinHandle::cancel_on_drop`] makes a
+//! timeout remove work still queued.
+//!
+//! The blocking calls (`submit` and `spawn` on a full queue under [`Backpressure::Block`],
+//! `JoinHandle::join`, `wait`, `join`, `scope`, `install`, the data-parallel helpers) block the
+//! calling thread, and say so in their docs. flock cannot warn when one is made inside an
+//! async task: that is the executor's knowledge (tokio's `block_on` panic reads tokio's own
+//! thread-local), and flock depends on no runtime.
 //!
 //! # Coming from rayon
 //!
-//! [`join()`], [`scope()`], [`spawn()`], [`yield_now`] and [`current_num_workers`] use the current
-//! pool (the calling worker's, else the [`global()`] one); [`Pool::install`] runs a closure on
-//! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
-//! give per-call FIFO order.
+//! Replace `rayon::` with `flock::`; these keep their names and meaning. The free functions
+//! use the current pool: the calling worker's, else the [`global()`] one.
+//!
+//! | rayon | flock |
+//! |---|---|
+//! | `ThreadPoolBuilder::new().num_threads(n)` (0: the default) | [`Pool::builder()`]`.`[`workers(n)`](PoolBuilder::workers) (0: the default) |
+//! | `start_handler`, `exit_handler`, `panic_handler`, `thread_name`, `stack_size` | [`on_worker_start`](PoolBuilder::on_worker_start), [`on_worker_stop`](PoolBuilder::on_worker_stop), [`panic_handler`](PoolBuilder::panic_handler), [`thread_name`](PoolBuilder::thread_name), [`stack_size`](PoolBuilder::stack_size) |
+//! | `build()`, `build_global()` | [`build`](PoolBuilder::build), [`build_global`](PoolBuilder::build_global) |
+//! | `ThreadPool::install`, `join`, `scope`, `scope_fifo`, `spawn`, `spawn_fifo`, `in_place_scope(_fifo)` | [`Pool::install`], [`Pool::join`], [`Pool::scope`], [`Pool::scope_fifo`], [`Pool::spawn`], [`Pool::spawn_fifo`], [`Pool::in_place_scope`] / [`Pool::in_place_scope_fifo`] |
+//! | `ThreadPool::broadcast(\|ctx\| ..)`, `current_num_threads()` | [`Pool::broadcast`]`(\|index\| ..)`, [`Pool::workers`] |
+//! | `join`, `join_context`, `scope`, `scope_fifo`, `in_place_scope(_fifo)`, `spawn`, `spawn_fifo`, `broadcast`, `yield_now` | [`join()`], [`join_context`], [`scope()`], [`scope_fifo`], [`in_place_scope`], [`in_place_scope_fifo`], [`spawn()`], [`spawn_fifo`], [`broadcast()`], [`yield_now`] |
+//! | `current_thread_index`, `current_num_threads`, `max_num_threads`, `current_thread_has_pending_tasks` | the same names ([`current_thread_index`], [`current_num_threads`], [`max_num_threads`], [`current_thread_has_pending_tasks`]); also [`current_worker_index`], [`current_num_workers`] |
+//! | `v.par_iter().for_each(f)`, `v.par_iter_mut().for_each(f)` | [`par_for_each`]`(&v, f)`, [`par_for_each_mut`]`(&mut v, f)` |
+//! | `v.par_chunks_mut(n).enumerate().for_each(\|(i, c)\| ..)` | [`par_chunks_mut`]`(&mut v, n, \|i, c\| ..)` |
+//! | `v.par_iter().map(m).reduce(id, r)` | [`map_reduce`]`(&v, id, m, r)` |
+//! | `v.par_sort()`, `par_sort_by`, `par_sort_unstable`, `par_sort_unstable_by` | [`par_sort`]`(&mut v)`, [`par_sort_by`], [`par_sort_unstable`], [`par_sort_unstable_by`] |
+//! | `(0..n).into_par_iter().for_each(f)` | [`Pool::for_each`]`(0..n, None, f)` |
+//!
+//! Deliberate differences:
+//!
+//! * **[`Pool::scope`] runs its body on the calling thread** (as `in_place_scope` does);
+//!   rayon's `ThreadPool::scope` runs it inside the pool. The scope's tasks run in the pool
+//!   either way; wrap the scope in [`Pool::install`] when the body itself must run there.
+//! * **`spawn` returns a [`JoinHandle`]** (rayon's returns `()`), and from outside the pool it
+//!   is subject to the pool's capacity: it blocks on a full queue under
+//!   [`Backpressure::Block`] (rayon's queue is unbounded).
+//! * **A panicking task does not abort the process**: it is caught, counted, handed to the
+//!   [`panic_handler`](PoolBuilder::panic_handler) and to the task's handle (rayon aborts on a
+//!   panic in `spawn` without a handler).
+//! * **Dropping a [`Pool`] shuts it down and joins its threads**, after the queued tasks ran
+//!   (rayon's drop returns at once and lets the threads finish later).
+//! * **No parallel iterator adaptors** (`filter().map().collect()` chains): the slice helpers
+//!   above are plain functions; [`map_reduce`]'s pieces depend on the length and the worker
+//!   count only, so its result repeats exactly (rayon splits adaptively). The closure of
+//!   [`par_chunks_mut`] gets the chunk's index.
+//! * [`Pool::broadcast`]'s closure gets the worker index; the free [`broadcast()`]'s gets a
+//!   [`BroadcastContext`], as rayon's.
+//! * **The global pool** is configured by [`PoolBuilder::build_global`] or `FLOCK_WORKERS`
+//!   (not `RAYON_NUM_THREADS`), and cannot be shut down.
+//!
+//! # Coming from tokio
+//!
+//! flock is a pool for CPU-bound closures, the role of tokio's blocking pool; its handles are
+//! futures, so async code awaits them on any executor.
+//!
+//! | tokio | flock |
+//! |---|---|
+//! | `spawn_blocking(f).await` | [`Pool::run_async`]`(f).await` (or `flock::global().run_async(f)`) |
+//! | `JoinHandle` (a future), `abort`, `is_finished` | [`JoinHandle`] (a future; [`join`](JoinHandle::join) to block), [`cancel`](JoinHandle::cancel), [`is_finished`](JoinHandle::is_finished) |
+//! | `JoinError::is_cancelled`, `is_panic`, `into_panic`, `try_into_panic` | [`JoinError::is_cancelled`], [`is_panic`](JoinError::is_panic), [`into_panic`](JoinError::into_panic) (an `Option`), [`try_into_panic`](JoinError::try_into_panic) |
+//! | `AbortOnDropHandle` | [`JoinHandle::cancel_on_drop`] ([`CancelOnDrop`]) |
+//! | `JoinSet` (wait for all) | [`TaskGroup`] with [`wait_async`](TaskGroup::wait_async) |
+//! | `runtime::Builder::worker_threads(n)` | [`PoolBuilder::workers`] |
+//! | `Runtime::shutdown_timeout` | [`Pool::shutdown_timeout`] |
+//!
+//! Deliberate differences:
+//!
+//! * **A task is a closure, not a future**: it runs to its end on a worker thread and may
+//!   block there; there are no `.await` points inside it.
+//! * **Cancelling** ([`JoinHandle::cancel`]) removes a task that has not started; a running
+//!   task runs to its end (tokio's `abort` does not stop a `spawn_blocking` task either).
+//! * **The worker count is fixed** (until [`Pool::resize`]), and the queue is bounded with a
+//!   [`Backpressure`] policy: a burst queues rather than starting up to 512 threads.
+//! * **The blocking calls block** (see [Async](#async)); flock cannot detect that it is called
+//!   from an async task, so it neither warns nor panics as tokio's `block_on` does there.
+//! * [`TaskGroup`] waits for its tasks and counts their panics; it does not collect results
+//!   one by one as `JoinSet::join_next` does (await each [`JoinHandle`] for that).
+//! * [`Pool::wait_async`] waits for a paused pool to be resumed and drained (the blocking
+//!   [`Pool::wait`] answers [`WaitError::Paused`] instead).
+//!
+//! # Data parallelism
+//!
+//! Over slices, on a [`Pool`] or on the current pool (the free forms): [`par_for_each`],
+//! [`par_for_each_mut`], [`par_chunks_mut`], [`map_reduce`] (repeatable: the pieces and the
+//! order they are combined in depend on the length and the worker count only), and the sorts
+//! [`par_sort`] / [`par_sort_by`] (stable, a merge sort) and [`par_sort_unstable`] /
+//! [`par_sort_unstable_by`] (a quicksort splitting at the median). Each blocks its caller
+//! until done, re-raises a panic of its closure, and cuts the slice as [`Pool::for_each`]
+//! cuts a range: about four pieces per worker.
+//!
+//! ```
+//! let pool = flock::Pool::builder().workers(2).build()?;
+//! let mut v: Vec<u64> = (0..100_000).rev().collect();
+//! pool.par_sort_unstable(&mut v);
+//! let sum = pool.map_reduce(&v, || 0, |x| x * 2, |a, b| a + b);
+//! assert_eq!(sum, 99_999 * 100_000);
+//! # Ok::<(), flock::BuildError>(())
+//! ```
 //!
 //! # Tasks, results and borrowing
 //!
@@ -79,7 +175,9 @@
 //! Small programs need no `Pool` of their own: [`flock::submit`](submit),
 //! [`flock::spawn`](fn@spawn) and [`global()`] use one process-wide pool, built on first use with
 //! the defaults (`FLOCK_WORKERS` sets its size, `FLOCK_MEMBARRIER` its
-//! [`PoolBuilder::membarrier`]) and never dropped.
+//! [`PoolBuilder::membarrier`]), or before that by [`PoolBuilder::build_global`] with a
+//! configuration of yours; it is never dropped, and cannot be shut down (its shutdown calls
+//! answer [`WaitError::GlobalPool`]).
 //!
 //! ```
 //! flock::submit(|| println!("on the process-wide pool"))?;
@@ -171,9 +269,11 @@
 #![warn(rust_2018_idioms)]
 
 mod admit;
+mod awaits;
 mod broadcast;
 mod builder;
 mod clock;
+mod context;
 mod current;
 mod deque;
 mod error;
@@ -187,6 +287,7 @@ mod join;
 mod lane;
 mod latch;
 mod metrics;
+mod par;
 mod pin;
 mod pool;
 mod purge;
@@ -205,7 +306,13 @@ mod worker;
 mod loom_tests;
 
 pub use admit::{SpawnAsync, SubmitAsync};
+pub use awaits::{GroupWaitAsync, RunAsync, WaitAsync};
 pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use context::{
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join_context, max_num_threads, BroadcastContext,
+    FnContext,
+};
 pub use current::{
     current_num_workers, join, scope, scope_fifo, spawn, spawn_fifo, submit, yield_now, Yield,
 };
@@ -216,6 +323,10 @@ pub use global::{global, try_global};
 pub use group::{GroupError, TaskGroup};
 pub use lane::{Lane, LaneId, MAX_LANES};
 pub use metrics::{prometheus_text, LaneStats, LatencyStats, Stats, WorkerState, WorkerStats};
+pub use par::{
+    map_reduce, par_chunks_mut, par_for_each, par_for_each_mut, par_sort, par_sort_by,
+    par_sort_unstable, par_sort_unstable_by,
+};
 pub use pool::Pool;
 pub use scope::Scope;
 pub use spawn::{CancelOnDrop, JoinHandle};

@@ -912,6 +912,59 @@ fn loom_group_task_racing_the_waits_park() {
     });
 }
 
+/// A task group's `cancel` racing a wait that prunes the group's handles, on a paused pool (so
+/// the task spawned is still queued when `cancel` comes): a second thread waits on the group
+/// (and prunes as its wait returns) while the main thread spawns one task into it and
+/// cancels it. The cancel must find the task's handle and drop the task; a wait whose pruning takes the handles out of the list for a moment hides
+/// it (`cancel` returns 0, and the wait, or the pool's, never returns).
+#[test]
+fn loom_group_cancel_racing_the_waits_pruning() {
+    model("loom_group_cancel_racing_the_waits_pruning", || {
+        let pool = pool(1);
+        pool.pause();
+        let group = Arc::new(crate::TaskGroup::new(&pool));
+        let g = group.clone();
+        let waiter = loom::thread::spawn(move || g.wait().unwrap());
+        let ran = counter();
+        let r = ran.clone();
+        group.spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(group.cancel(), 1);
+        waiter.join().unwrap();
+        pool.resume();
+        pool.shutdown().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// `JoinHandle::cancel` racing the worker that starts the task, which holds a unit of capacity
+/// (spawned from outside): whoever moves the task out of `PENDING` gives the unit back, once. A
+/// cancel that wins has given it back when it returns (it stayed taken until the worker took
+/// the shell); after the shutdown no unit is left taken, nor given back twice (a shell's pop
+/// giving it back again would wrap `pending` below zero).
+#[test]
+fn loom_cancel_racing_the_start_gives_the_unit_back_once() {
+    model(
+        "loom_cancel_racing_the_start_gives_the_unit_back_once",
+        || {
+            let pool = pool(1);
+            let ran = counter();
+            let r = ran.clone();
+            let handle = pool.spawn(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            let cancelled = handle.cancel();
+            if cancelled {
+                assert_eq!(pool.registry().pending_units(), 0);
+            }
+            pool.shutdown().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
+            assert_eq!(pool.registry().pending_units(), 0);
+        },
+    );
+}
+
 /// The submitter's ring growing while a worker takes from it: the main thread submits three
 /// tasks, the third into a second ring (a ring has two slots under loom), while the one
 /// worker takes them and moves the queue's front on. Every task runs once; a worker that

@@ -3,7 +3,7 @@
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
 use crate::registry::{Admission, Quiet, Registry};
 use crate::scope::Scope;
-use crate::spawn::{spawn_job, JoinHandle};
+use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
@@ -42,8 +42,13 @@ pub(crate) const BATCH: usize = 256;
 /// pool.wait().unwrap();
 /// assert_eq!(hits.load(Ordering::Relaxed), 1000);
 /// ```
+#[doc(alias = "ThreadPool", alias = "Runtime")]
 pub struct Pool {
     registry: Arc<Registry>,
+    /// A handle that does not own the pool: the process-wide pool's (`global.rs`), whose
+    /// shutdown calls answer `WaitError::GlobalPool`, or one lent for a call
+    /// (`Pool::lend`), whose drop does not close the pool.
+    shared: bool,
 }
 
 impl fmt::Debug for Pool {
@@ -92,7 +97,25 @@ impl Pool {
     }
 
     pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
-        Pool { registry }
+        Pool {
+            registry,
+            shared: false,
+        }
+    }
+
+    /// This pool as the global pool: one that cannot be shut down.
+    pub(crate) fn into_global(mut self) -> Pool {
+        self.shared = true;
+        self
+    }
+
+    /// Runs `f` with a handle on `registry`'s pool that closes nothing when dropped: for the
+    /// free functions that reach the current pool's `Pool` methods from a worker.
+    pub(crate) fn lend<R>(registry: &Arc<Registry>, f: impl FnOnce(&Pool) -> R) -> R {
+        f(&Pool {
+            registry: registry.clone(),
+            shared: true,
+        })
     }
 
     /// The shared state, for handles built on a pool (`TaskGroup`, `install`, broadcasts).
@@ -108,7 +131,7 @@ impl Pool {
     /// there would wait for the calling task itself.
     ///
     /// [`TaskGroup::cancel`]: crate::TaskGroup::cancel
-    fn inside(&self) -> bool {
+    pub(crate) fn inside(&self) -> bool {
         self.own_worker(|w| w.is_some())
             || self.registry.runs_task_off_worker_here()
             || crate::purge::drops_tasks_here(&self.registry)
@@ -124,6 +147,9 @@ impl Pool {
     /// From outside the pool the task goes to the shared queue (of the first lane, when the
     /// pool has several: see [`submit_to`](Pool::submit_to)), subject to capacity and the
     /// [`Backpressure`](crate::Backpressure) policy; a refused task comes back in the error.
+    /// Under [`Backpressure::Block`](crate::Backpressure::Block) (the default) a full queue
+    /// **blocks the calling thread** until there is room: from async code use
+    /// [`submit_async`](Pool::submit_async).
     /// From one of the pool's own tasks it goes to that worker's own deque, in the running
     /// task's lane (never refused, never blocking). A panic in the task is caught, counted and
     /// passed to the panic handler.
@@ -315,8 +341,8 @@ impl Pool {
     /// the pool chooses, about four tasks per worker), and returns when all calls have
     /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
     /// borrow from the caller. A panic in `f` is re-raised here after every task has
-    /// finished. Called from one of the pool's tasks, the worker runs other tasks while it
-    /// waits.
+    /// finished. It blocks the calling thread until then; called from one of the pool's
+    /// tasks, the worker runs other tasks while it waits.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -344,7 +370,7 @@ impl Pool {
         if len == 0 {
             return;
         }
-        let chunk = chunk.unwrap_or_else(|| len.div_ceil(4 * self.workers()).max(1));
+        let chunk = chunk.unwrap_or_else(|| crate::par::auto_chunk(len, self.workers()));
         let f = &f;
         let end = range.end;
         self.scope(|s| {
@@ -357,7 +383,10 @@ impl Pool {
 
     /// Runs `task` on the pool and returns a handle to its result.
     ///
-    /// Admission is as for [`submit`](Pool::submit). If the pool refuses the task, the
+    /// Admission is as for [`submit`](Pool::submit): a full queue **blocks the calling
+    /// thread** under `Block`; from async code use [`run_async`](Pool::run_async) (one
+    /// `.await` for room and result) or [`spawn_async`](Pool::spawn_async). If the pool
+    /// refuses the task, the
     /// closure is dropped and the handle's `join` returns
     /// [`JoinError::Refused`](crate::JoinError::Refused); use [`try_spawn`](Pool::try_spawn)
     /// to get the closure back instead.
@@ -368,6 +397,7 @@ impl Pool {
     /// let sum: u64 = squares.into_iter().map(|h| h.join().unwrap()).sum();
     /// assert_eq!(sum, 285);
     /// ```
+    #[doc(alias = "spawn_blocking")]
     pub fn spawn<F, T>(&self, task: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -424,8 +454,9 @@ impl Pool {
     {
         let task = match self.own_worker(|w| match w {
             Some(w) => {
-                let (job, handle) = spawn_job(&self.registry, task);
-                w.submit_local(job, lane);
+                let lane = w.local_lane(lane);
+                let (job, handle) = spawn_job(&self.registry, lane, task);
+                w.submit_local(job, Some(lane));
                 Ok(handle)
             }
             None => Err(task),
@@ -437,8 +468,9 @@ impl Pool {
         let shard = reg.counters.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
-                let (job, handle) = spawn_job(reg, task);
-                Registry::dispatch(reg, shard, route, job, reg.outside_lane(lane));
+                let lane = reg.outside_lane(lane);
+                let (job, handle, route) = spawn_admitted(reg, route, lane, task);
+                Registry::dispatch(reg, shard, route, job, lane);
                 Ok(handle)
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
@@ -449,7 +481,8 @@ impl Pool {
     /// `op` and every task spawned in the scope have finished. If any of them panicked, the
     /// first panic is re-raised here, after all have finished.
     ///
-    /// Called from one of the pool's workers, the worker runs other tasks while it waits.
+    /// The calling thread runs `op` and then blocks until the tasks finished; called from one
+    /// of the pool's workers, the worker runs other tasks while it waits.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -499,8 +532,8 @@ impl Pool {
         })
     }
 
-    /// Blocks until every task accepted so far has finished (or was dropped); the pool stays
-    /// open. Tasks submitted concurrently with the call may or may not be waited for, and a
+    /// Blocks the calling thread until every task accepted so far has finished (or was
+    /// dropped); the pool stays open. From async code, await [`wait_async`](Pool::wait_async). Tasks submitted concurrently with the call may or may not be waited for, and a
     /// steady stream of them can delay the return: `wait` returns once the pool has been seen
     /// with nothing outstanding at some moment after the call began (by this call, another
     /// `wait`er, or the worker that finished the last task). So concurrent `wait`ers all
@@ -535,12 +568,24 @@ impl Pool {
     /// Like [`wait`](Pool::wait) with a time limit: `true` if everything finished in time.
     /// Called from where [`wait`](Pool::wait) answers [`WaitError::WouldDeadlock`] it cannot
     /// wait, and returns `false` at once; [`wait_for`](Pool::wait_for) tells the two apart.
+    /// Blocks the calling thread up to `timeout`.
+    ///
+    /// Deprecated: [`TaskGroup::wait_timeout`](crate::TaskGroup::wait_timeout) returns a
+    /// `Result`, and the same name should not mean two things. [`wait_for`](Pool::wait_for)
+    /// (on both types) is the `Result` form; `wait_for(t).is_ok()` is this `bool`.
     ///
     /// ```
+    /// # #![allow(deprecated)]
     /// let pool = flock::Pool::new();
     /// pool.submit(|| ()).unwrap();
     /// assert!(pool.wait_timeout(std::time::Duration::from_secs(10)));
+    /// assert!(pool.wait_for(std::time::Duration::from_secs(10)).is_ok()); // the same
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `wait_for`, which returns a Result as `TaskGroup::wait_timeout` does \
+                (`wait_for(t).is_ok()` is this bool)"
+    )]
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.wait_for(timeout).is_ok()
     }
@@ -555,8 +600,7 @@ impl Pool {
     /// (they go on running); [`WaitError::WouldDeadlock`], at once, from where
     /// [`wait`](Pool::wait) answers it (one of the pool's own tasks, on a worker or off the
     /// workers, or the destructor of a task being dropped by [`purge`](Pool::purge) or
-    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)), where
-    /// [`wait_timeout`](Pool::wait_timeout) answers a bare `false`.
+    /// [`TaskGroup::cancel`](crate::TaskGroup::cancel)).
     ///
     /// ```
     /// use flock::{Backpressure, Pool, WaitError};
@@ -599,10 +643,14 @@ impl Pool {
     /// joins every thread. Safe to call from several threads and more than once; submitters
     /// racing it either get their task in (and it runs) or get it back.
     ///
+    /// Blocks the calling thread until the tasks finished and the threads are joined.
+    ///
     /// # Errors
     /// [`WaitError::WouldDeadlock`] from one of the pool's own tasks, or from the destructor
     /// of a task that [`purge`](Pool::purge) or [`TaskGroup::cancel`](crate::TaskGroup::cancel)
-    /// drops (see [`wait`](Pool::wait)); nothing is changed.
+    /// drops (see [`wait`](Pool::wait)); [`WaitError::GlobalPool`] on the
+    /// [`global`](fn@crate::global) pool, which is never shut down (as every shutdown call
+    /// answers there). Nothing is changed.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -617,7 +665,8 @@ impl Pool {
 
     /// Like [`shutdown`](Pool::shutdown), waiting at most `timeout` for the tasks to finish.
     /// On [`WaitError::Timeout`] the pool stays closed and keeps draining; a later shutdown
-    /// call or the pool's drop joins the threads.
+    /// call or the pool's drop joins the threads. Blocks the calling thread up to `timeout`;
+    /// errors as [`shutdown`](Pool::shutdown)'s otherwise.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -632,7 +681,8 @@ impl Pool {
     /// for running ones, joins every thread, and returns how many tasks this pool's shutdowns
     /// have dropped in total ([`dropped_by_shutdown`](Pool::dropped_by_shutdown): a second
     /// call, or one racing this one, returns the same total; tasks dropped by
-    /// [`purge`](Pool::purge) or a cancel are not in it).
+    /// [`purge`](Pool::purge) or a cancel are not in it). Blocks the calling thread until the
+    /// running tasks finished; errors as [`shutdown`](Pool::shutdown)'s.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -652,6 +702,9 @@ impl Pool {
     }
 
     fn close(&self, now: bool, deadline: Option<Instant>) -> Result<u64, WaitError> {
+        if self.shared {
+            return Err(WaitError::GlobalPool);
+        }
         if self.inside() {
             return Err(WaitError::WouldDeadlock);
         }
@@ -708,7 +761,7 @@ impl Pool {
 
     /// Tasks waiting in the pool's queues now (shared queues, workers' deques, bundles), as
     /// [`Stats::queued`](crate::Stats::queued) but without building a snapshot: a few loads
-    /// per worker, no allocation, no lock. A gauge: it may be stale by the time it returns.
+    /// per worker, no allocation, no lock. Cancelled tasks are not counted. A gauge: it may be stale by the time it returns.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -729,13 +782,24 @@ impl Pool {
     /// [`WorkerState`](crate::WorkerState) is `Running`), without building a
     /// [`Stats`](crate::Stats) snapshot. A worker waiting inside a task (`join`, `scope`)
     /// with nothing to run is parked, so it does not count. A gauge, as
-    /// [`queued`](Pool::queued).
+    /// [`queued`](Pool::queued); but once [`wait`](Pool::wait) returned `Ok` and nothing was
+    /// submitted since, it is 0.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).build().unwrap();
     /// assert!(pool.install(|| pool.running()) >= 1); // this one, at least
+    /// pool.submit(|| ()).unwrap();
+    /// pool.wait().unwrap();
+    /// assert_eq!(pool.running(), 0);
     /// ```
     pub fn running(&self) -> usize {
+        // A worker stays `Running` from the end of its task until it has looked for the next
+        // one. With nothing outstanding (every task, join from outside, scope task and
+        // broadcast is counted) no worker runs a task, whatever the states say: so `running`
+        // agrees with a `wait` that just returned.
+        if self.registry.counters.outstanding() == 0 {
+            return 0;
+        }
         self.registry.workers_running()
     }
 
@@ -757,6 +821,7 @@ impl Pool {
     /// ```
     /// assert_eq!(flock::Pool::builder().workers(5).build().unwrap().workers(), 5);
     /// ```
+    #[doc(alias = "current_num_threads", alias = "num_threads")]
     pub fn workers(&self) -> usize {
         self.registry.workers()
     }
@@ -793,11 +858,12 @@ impl Pool {
     }
 
     /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
-    /// `join` or `scope` still run), queued ones wait; submissions still queue, within
-    /// capacity. Idle workers park; no task submitted from outside the pool after `pause`
-    /// returned starts before [`resume`](Pool::resume) (tasks already started run to their
-    /// end, and tasks they spawn may still start: a `join` or `scope` may wait for them). [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
-    /// than wait for a queue that will not move; a graceful shutdown resumes the pool so
+    /// `join`, `scope` or a [`TaskGroup`](crate::TaskGroup)'s wait still run), queued ones
+    /// wait; submissions still queue, within capacity. Idle workers park; no task submitted
+    /// from outside the pool after `pause` returned starts before [`resume`](Pool::resume)
+    /// (tasks already started run to their end, and tasks they spawn may still start: a
+    /// `join`, `scope` or group wait may wait for them). [`wait`](Pool::wait) returns
+    /// [`WaitError::Paused`] rather than wait for a queue that will not move; a graceful shutdown resumes the pool so
     /// that its queue drains, and a pause after a shutdown began is ignored.
     ///
     /// ```
@@ -909,6 +975,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        if self.shared {
+            return;
+        }
         if self.inside() {
             // Dropped by one of its own tasks: a thread cannot join itself. Close the pool;
             // the workers drain and exit on their own, and the last one sweeps the queues

@@ -36,7 +36,7 @@ mod quiesce;
 mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
-pub(crate) use self::quiesce::Quiet;
+pub(crate) use self::quiesce::{Quiet, QuietWaiter};
 
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
@@ -58,9 +58,33 @@ pub(crate) struct LaneQueue {
     /// it resumes (`WorkerThread::keep_for_resume`): in no queue, but waiting for the resume
     /// as queued jobs do (`wait_quiescent`'s `Paused`; `Stats::queued` counts them).
     pub(crate) kept: AtomicUsize,
+    /// Spawned tasks of this lane cancelled while queued whose job is still in a queue, an
+    /// empty shell (`JoinHandle::cancel`): no task, so `Stats::queued` subtracts them. Raised
+    /// by the cancel, lowered when the shell is taken (its run or discard finds the task
+    /// cancelled). A gauge outside the protocol (std's atomic, out of loom's sight): Relaxed.
+    shells: std::sync::atomic::AtomicUsize,
     /// Virtual-time charge per nanosecond of run time, in 1/2^16 units: `2^16 / weight`
     /// (at least 1), so a lane's virtual clock advances in inverse proportion to its weight.
     pub(crate) stride: u64,
+}
+
+impl LaneQueue {
+    /// A task of this lane was cancelled while queued: its job is a shell now.
+    pub(crate) fn shell_left(&self) {
+        self.shells
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The shell of a cancelled task of this lane was taken from its queue.
+    pub(crate) fn shell_taken(&self) {
+        self.shells
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Shells of cancelled tasks still queued (see `shells`).
+    pub(crate) fn shells(&self) -> usize {
+        self.shells.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// What a worker slot is doing. Changed only under `Registry::slots`.
@@ -143,13 +167,16 @@ pub(crate) struct Registry {
     /// release, or a failed reservation's undo) takes it from at or above it to below it.
     room_mark: usize,
     shutdown: AtomicU8,
-    /// Threads in `wait_quiescent`.
+    /// Threads in `wait_quiescent`, and `poll_quiet` futures registered (`Pool::wait_async`).
     waiters: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
     /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
     /// whose generation moved on returns, whatever the pool does since.
     wait_lock: Mutex<u64>,
     wait_cond: Condvar,
+    /// `Pool::wait_async` futures waiting for quiet (counted in `waiters` too), woken with
+    /// the blocked waiters (`notify_waiters`).
+    quiet_wakers: RoomWakers,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
     live_cond: Condvar,
@@ -198,6 +225,7 @@ impl Registry {
                 shared: SharedQueue::new(cfg.submit_rings),
                 bundled: AtomicUsize::new(0),
                 kept: AtomicUsize::new(0),
+                shells: std::sync::atomic::AtomicUsize::new(0),
                 stride: ((1u64 << 16) / u64::from(weight)).max(1),
             })
             .collect();
@@ -240,6 +268,7 @@ impl Registry {
             waiters: AtomicUsize::new(0),
             wait_lock: Mutex::new(0),
             wait_cond: Condvar::new(),
+            quiet_wakers: RoomWakers::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
             threads: Mutex::new(Vec::with_capacity(slots)),

@@ -3,7 +3,7 @@
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
 use crate::latch::{self, Latch, Owner, Wake};
 use crate::metrics::counters::Proto;
-use crate::registry::Registry;
+use crate::registry::{Registry, Route};
 use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
 use crate::{JoinError, RejectReason};
@@ -39,17 +39,43 @@ struct Header<T> {
     /// The pool: its handle waits through it, and a detached task's result is dropped with
     /// its panic handler at hand (`release_finished`).
     registry: Arc<Registry>,
+    /// The task holds a unit of the pool's capacity (`pending`) while it is PENDING: its job
+    /// was admitted from outside with a reservation (`spawn_admitted`). The unit belongs to
+    /// the task, not to its queue entry, so that whoever moves `state` out of PENDING gives
+    /// it back, once: the worker that starts it, a purge or `shutdown_now` that drops it, or
+    /// `cancel`, while the entry stays queued as a shell (`give_back_unit`).
+    holds_unit: bool,
+    /// The lane whose queue the job goes to: a cancel leaves a shell there, which
+    /// `Stats::queued` does not count (`LaneQueue::shells`).
+    lane: usize,
 }
 
 impl<T> Header<T> {
-    fn new(state: u8, registry: &Arc<Registry>) -> Self {
+    fn new(state: u8, registry: &Arc<Registry>, holds_unit: bool, lane: usize) -> Self {
         Header {
             state: AtomicU8::new(state),
             result: UnsafeCell::new(None),
             latch: Latch::new(),
             waiter: Mutex::new(None),
             registry: registry.clone(),
+            holds_unit,
+            lane,
         }
+    }
+
+    /// We moved `state` out of PENDING: the task's unit of capacity, if it holds one, is
+    /// free again, and blocked or async submitters waiting for room are woken as for any
+    /// release (`Registry::release_pending`). A worker starting the task adds it to the units
+    /// it gives back in a lot, as for a reserved job it starts (`note_reservation_started`).
+    fn give_back_unit(&self, started_here: bool) {
+        if !self.holds_unit {
+            return;
+        }
+        let reg = &*self.registry;
+        crate::worker::with_current(|w| match w {
+            Some(w) if started_here && w.is_in(reg) => w.note_reservation_started(),
+            _ => reg.release_pending(1),
+        });
     }
 
     /// Opens the latch and wakes the joiner if it sleeps. The caller keeps the cell alive.
@@ -100,14 +126,52 @@ impl<F: Send, T: Send> TaskCell<T> for SpawnCell<F, T> {
     }
 }
 
-/// Builds the job and handle of a spawned task.
-pub(crate) fn spawn_job<F, T>(registry: &Arc<Registry>, f: F) -> (Job, JoinHandle<T>)
+/// Builds the job and handle of a spawned task that holds no unit of capacity (spawned on a
+/// worker, or admitted without a reservation), to be queued on `lane`.
+pub(crate) fn spawn_job<F, T>(registry: &Arc<Registry>, lane: usize, f: F) -> (Job, JoinHandle<T>)
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    make_job(registry, lane, f, false)
+}
+
+/// Builds the job and handle of a task admitted from outside on `route` for `lane`, and the
+/// route to dispatch the job on. A unit of capacity reserved by the admission moves into the task
+/// (`Header::holds_unit`): the route returned queues the job without it, so that the worker
+/// or purge taking the job does not give it back a second time after a `cancel` did.
+pub(crate) fn spawn_admitted<F, T>(
+    registry: &Arc<Registry>,
+    route: Route,
+    lane: usize,
+    f: F,
+) -> (Job, JoinHandle<T>, Route)
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let holds_unit = route == Route::Queue { reserved: true };
+    let (job, handle) = make_job(registry, lane, f, holds_unit);
+    let route = if holds_unit {
+        Route::Queue { reserved: false }
+    } else {
+        route
+    };
+    (job, handle, route)
+}
+
+fn make_job<F, T>(
+    registry: &Arc<Registry>,
+    lane: usize,
+    f: F,
+    holds_unit: bool,
+) -> (Job, JoinHandle<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     let cell = CellArc::new(SpawnCell {
-        header: Header::new(PENDING, registry),
+        header: Header::new(PENDING, registry, holds_unit, lane),
         func: UnsafeCell::new(Some(f)),
     });
     let mut payload = Payload::uninit();
@@ -140,13 +204,18 @@ where
         DROPPED
     };
     // Acquire: we are about to own `func`; pairs with nothing but keeps its reads after.
-    if header
-        .state
-        .compare_exchange(PENDING, to, Ordering::Acquire, Ordering::Acquire)
-        .is_err()
+    if let Err(state) =
+        header
+            .state
+            .compare_exchange(PENDING, to, Ordering::Acquire, Ordering::Acquire)
     {
-        return Outcome::Skipped; // cancelled (already counted) or refused
+        // Only a cancel moves a queued task's state but this call (refused tasks have no
+        // job): we took its shell, already counted and its unit given back.
+        debug_assert_eq!(state, CANCELLED);
+        header.registry.lanes[header.lane].shell_taken();
+        return Outcome::Skipped;
     }
+    header.give_back_unit(action == Action::Run);
     // SAFETY: we moved the state out of PENDING, so the closure is ours.
     let f = unsafe { (*cell.func.get()).take() }.expect("flock: a pending task has its closure");
     if action == Action::Discard {
@@ -258,7 +327,9 @@ fn register_waker(slot: &Mutex<Option<Wake>>, waker: &Waker) {
 ///
 /// This is what makes a timeout cancel queued work: when the timeout drops the awaited
 /// wrapper, a task still in the queue never runs (its closure is dropped; a task already
-/// running finishes, and its value is dropped).
+/// running finishes, and its value is dropped). Cancelled so, the task gives its place in
+/// the pool's [`capacity`](crate::PoolBuilder::capacity) back at once, as
+/// [`JoinHandle::cancel`] does.
 ///
 /// ```
 /// use std::sync::mpsc;
@@ -275,6 +346,7 @@ fn register_waker(slot: &Mutex<Option<Wake>>, waker: &Waker) {
 /// assert!(ran.try_recv().is_err(), "cancelled before it started");
 /// ```
 #[must_use = "dropping it cancels the task if it has not started"]
+#[doc(alias = "AbortOnDropHandle")]
 pub struct CancelOnDrop<T>(Option<JoinHandle<T>>);
 
 impl<T> CancelOnDrop<T> {
@@ -336,7 +408,7 @@ impl<T: Send + 'static> JoinHandle<T> {
             RejectReason::UnknownLane => REFUSED_UNKNOWN_LANE,
         };
         let cell: SpawnCell<fn() -> T, T> = SpawnCell {
-            header: Header::new(state, registry),
+            header: Header::new(state, registry, false, 0),
             func: UnsafeCell::new(None),
         };
         cell.header.open();
@@ -347,7 +419,8 @@ impl<T: Send + 'static> JoinHandle<T> {
 }
 
 impl<T> JoinHandle<T> {
-    /// Waits for the task and returns its value, or why there is none.
+    /// Waits for the task and returns its value, or why there is none. Blocks the calling
+    /// thread until then; from async code `.await` the handle instead (it is a future).
     ///
     /// Called from a worker of the same pool, the worker runs other tasks while it waits
     /// (so joining a task you spawned cannot deadlock the pool).
@@ -431,6 +504,14 @@ impl<T> JoinHandle<T> {
     /// [`JoinError::Cancelled`], and `true` is returned. Returns `false` if the task already
     /// started (or ended).
     ///
+    /// A cancelled task is counted `dropped` in [`Stats`](crate::Stats) at once, is no longer
+    /// counted `queued`, and gives its place in the pool's
+    /// [`capacity`](crate::PoolBuilder::capacity) back at once: a
+    /// submitter blocked for room ([`Backpressure::Block`](crate::Backpressure::Block)) or
+    /// awaiting it ([`Pool::spawn_async`](crate::Pool::spawn_async)) is woken as when a
+    /// task starts. Its queue entry stays behind, empty, until a worker takes it and skips
+    /// it; that gives nothing back a second time.
+    ///
     /// # Panics
     /// If the closure's destructor panics, that panic propagates from here, after the task
     /// was counted dropped and its handle finished (`join` returns `Cancelled`): the
@@ -449,6 +530,7 @@ impl<T> JoinHandle<T> {
     /// blocker.join().unwrap();
     /// assert!(matches!(queued.join(), Err(flock::JoinError::Cancelled)));
     /// ```
+    #[doc(alias = "abort")]
     pub fn cancel(&self) -> bool {
         let header = self.cell.header();
         if header
@@ -458,6 +540,9 @@ impl<T> JoinHandle<T> {
         {
             return false;
         }
+        // Its queue entry stays behind as a shell, which gives nothing back when taken.
+        header.give_back_unit(false);
+        header.registry.lanes[header.lane].shell_left();
         // The closure is the user's: its destructor may panic. Caught, so that the task is
         // counted and its latch opened whatever happens, then re-raised to our caller.
         // The task is outstanding until counted below: while its destructor runs, this

@@ -53,6 +53,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
 /// let inside = pool.spawn(flock::current_worker_index).join().unwrap();
 /// assert!(matches!(inside, Some(0) | Some(1)));
 /// ```
+#[doc(alias = "current_thread_index")]
 pub fn current_worker_index() -> Option<usize> {
     with_current(|w| w.map(|w| w.index))
 }
@@ -371,6 +372,12 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn lane(&self) -> usize {
         self.lane.get()
+    }
+
+    /// The lane a task submitted here goes to: `lane`, or if `None` the running task's.
+    #[inline]
+    pub(crate) fn local_lane(&self, lane: Option<usize>) -> usize {
+        lane.unwrap_or(self.lane.get())
     }
 
     #[inline]

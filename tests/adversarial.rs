@@ -8,6 +8,9 @@
 //! racing the workers, and pools waiting on each other. Every test is guarded by a watchdog,
 //! and none depends on how long anything takes.
 
+// `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
+#![allow(deprecated)]
+
 mod common;
 
 use common::{open_when_shut_down, stall_all, watchdog, Gate, Live};

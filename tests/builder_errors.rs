@@ -10,11 +10,6 @@ type Case = (flock::PoolBuilder, fn(&BuildError) -> bool, &'static str);
 fn invalid_configurations_are_refused_with_a_hint() {
     let cases: Vec<Case> = vec![
         (
-            Pool::builder().workers(0),
-            |e| matches!(e, BuildError::ZeroWorkers),
-            "pass 1 or more",
-        ),
-        (
             Pool::builder().capacity(0),
             |e| matches!(e, BuildError::ZeroCapacity),
             "pass 1 or more",

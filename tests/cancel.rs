@@ -1,15 +1,20 @@
 //! `JoinHandle::cancel`: a cancelled task is dropped and counted once, also when its
 //! closure's destructor panics (that panic reaches `cancel`'s caller, after the books are
 //! balanced), and the shell it leaves queued does not keep the pool's shared state alive,
-//! also when the pool is dropped from inside one of its own tasks.
+//! also when the pool is dropped from inside one of its own tasks. A cancel gives the task's
+//! unit of capacity back at once, waking a submitter waiting for room, and the shell's later
+//! pop gives nothing back a second time.
 
 mod common;
 
 use common::{eventually, stall_all, watchdog};
 use flock::{Backpressure, JoinError, Pool, TaskGroup, WorkerState};
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// Panics when dropped.
@@ -184,5 +189,206 @@ fn a_pool_dropped_by_its_own_task_after_a_cancel_is_freed() {
             leaked, 0,
             "{leaked} pools never freed ({cancelled} rounds cancelled)"
         );
+    });
+}
+
+/// A one-worker pool of capacity 4 that refuses when full, its worker stalled: every task
+/// spawned from here stays queued until the gate opens.
+fn full_pool_of_four() -> (Pool, common::Gate) {
+    let pool = Pool::builder()
+        .workers(1)
+        .capacity(4)
+        .when_full(Backpressure::Reject)
+        .build()
+        .unwrap();
+    let gate = stall_all(&pool);
+    (pool, gate)
+}
+
+/// Fills the pool's capacity (4) with `submit`s, then checks the next one is refused Full.
+fn fills_exactly_four(pool: &Pool) {
+    for i in 0..4 {
+        assert!(pool.submit(|| ()).is_ok(), "submit {i} after the cancels");
+    }
+    let refused = pool.submit(|| ()).expect_err("the fifth is over capacity");
+    assert_eq!(refused.reason(), flock::RejectReason::Full);
+}
+
+/// Once every task has ended: the counters add up, and nothing is counted queued (the shells
+/// of cancelled tasks the worker has not reached yet are no tasks).
+fn books_balance(pool: &Pool) {
+    pool.wait().unwrap();
+    let s = pool.stats();
+    assert_eq!(s.submitted, s.completed + s.panicked + s.dropped, "{s:?}");
+    assert_eq!((s.in_flight, s.queued), (0, 0), "{s:?}");
+}
+
+/// Four tasks cancelled by each way there is (the handle, a wrapper's drop, the group) give
+/// their four units back at once: four submits fit again while the shells are still queued,
+/// and no more. The shells are no tasks: nothing is counted queued.
+#[test]
+fn cancelled_tasks_give_their_capacity_back() {
+    for how in ["handle", "cancel_on_drop", "group"] {
+        watchdog(
+            30,
+            &format!("cancel gives capacity back ({how})"),
+            move || {
+                let (pool, gate) = full_pool_of_four();
+                let group = TaskGroup::new(&pool);
+                match how {
+                    "handle" => {
+                        let handles: Vec<_> = (0..4).map(|_| pool.spawn(|| ())).collect();
+                        assert!(handles.iter().all(|h| h.cancel()));
+                    }
+                    "cancel_on_drop" => {
+                        let wrapped: Vec<_> =
+                            (0..4).map(|_| pool.spawn(|| ()).cancel_on_drop()).collect();
+                        drop(wrapped);
+                    }
+                    _ => {
+                        (0..4).for_each(|_| group.spawn(|| ()));
+                        assert_eq!(group.cancel(), 4);
+                    }
+                }
+                let s = pool.stats();
+                assert_eq!(
+                    (s.dropped, s.queued, pool.queued()),
+                    (4, 0, 0),
+                    "{how}: {s:?}"
+                );
+                fills_exactly_four(&pool);
+                gate.open();
+                books_balance(&pool);
+                group.wait().unwrap();
+            },
+        );
+    }
+}
+
+/// The shells of cancelled tasks, taken later by the worker, give nothing back again: once
+/// they are gone, the pool holds 4 queued tasks and no more.
+#[test]
+fn a_cancelled_tasks_shell_gives_no_second_unit_back() {
+    watchdog(30, "a shell gives no unit back", || {
+        let (pool, gate) = full_pool_of_four();
+        let handles: Vec<_> = (0..4).map(|_| pool.spawn(|| ())).collect();
+        assert!(handles.iter().all(|h| h.cancel()));
+        gate.open();
+        pool.wait().unwrap(); // the worker took the four shells
+        let gate = stall_all(&pool);
+        fills_exactly_four(&pool);
+        gate.open();
+        books_balance(&pool);
+    });
+}
+
+/// A spawn-and-cancel loop on a busy pool runs for ever: each round's unit comes back with
+/// its cancel (before, the loop was refused once `capacity` shells were queued).
+#[test]
+fn spawning_and_cancelling_on_a_busy_pool_never_fills_it() {
+    watchdog(60, "spawn and cancel loop", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .capacity(64)
+            .when_full(Backpressure::Reject)
+            .build()
+            .unwrap();
+        let gate = stall_all(&pool);
+        let rounds = if cfg!(miri) { 200 } else { 5_000 };
+        for round in 0..rounds {
+            let handle = pool.spawn(|| ());
+            assert!(
+                handle.cancel(),
+                "round {round}: refused ({:?})",
+                handle.join()
+            );
+        }
+        gate.open();
+        books_balance(&pool);
+        assert_eq!(pool.stats().dropped, rounds);
+    });
+}
+
+/// A submitter blocked for room (`Backpressure::Block`) is woken by a cancel.
+#[test]
+fn a_cancel_wakes_a_submitter_blocked_for_room() {
+    watchdog(30, "cancel wakes a blocked submit", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .capacity(4)
+                .when_full(Backpressure::Block)
+                .build()
+                .unwrap(),
+        );
+        let gate = stall_all(&pool);
+        let handles: Vec<_> = (0..4).map(|_| pool.spawn(|| ())).collect();
+        let p = pool.clone();
+        let blocked = std::thread::spawn(move || p.submit(|| ()).is_ok());
+        assert!(handles[0].cancel());
+        assert!(blocked.join().unwrap(), "the blocked submit is admitted");
+        gate.open();
+        books_balance(&pool);
+    });
+}
+
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `fut` on this thread, parking between polls until woken.
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
+
+/// A `spawn_async` waiting for room is woken by a cancel.
+#[test]
+fn a_cancel_wakes_an_async_spawn_waiting_for_room() {
+    watchdog(30, "cancel wakes spawn_async", || {
+        let (pool, gate) = full_pool_of_four();
+        let pool = Arc::new(pool);
+        let handles: Vec<_> = (0..4).map(|_| pool.spawn(|| ())).collect();
+        let p = pool.clone();
+        let waiting = std::thread::spawn(move || block_on(p.spawn_async(|| 7)));
+        assert!(handles[3].cancel());
+        let handle = waiting.join().unwrap();
+        gate.open();
+        assert_eq!(handle.join().unwrap(), 7);
+        books_balance(&pool);
+    });
+}
+
+/// On a pool with lanes, a task cancelled in its lane leaves that lane's queued figure, and
+/// the figures still add up to the pool's.
+#[test]
+fn a_cancelled_task_is_not_counted_queued_in_its_lane() {
+    watchdog(30, "cancel and lane queued", || {
+        let pool = Pool::builder()
+            .workers(1)
+            .lanes(&[("a", 1), ("b", 1)])
+            .build()
+            .unwrap();
+        pool.pause();
+        let kept = pool.spawn_to("b", || ());
+        let cancelled: Vec<_> = (0..3).map(|_| pool.spawn_to("b", || ())).collect();
+        assert!(cancelled.iter().all(|h| h.cancel()));
+        let s = pool.stats();
+        let lanes: Vec<u64> = s.lanes.iter().map(|l| l.queued).collect();
+        assert_eq!((s.queued, lanes), (1, vec![0, 1]), "{s:?}");
+        pool.resume();
+        kept.join().unwrap();
+        books_balance(&pool);
     });
 }

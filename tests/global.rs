@@ -11,7 +11,7 @@
 mod common;
 
 use common::watchdog;
-use flock::{BuildError, JoinError, RejectReason};
+use flock::{BuildError, WaitError};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Barrier};
@@ -141,8 +141,27 @@ fn invalid_flock_membarrier_is_an_invalid_env_error_and_not_cached() {
 
 #[test]
 #[cfg_attr(miri, ignore = "spawns a child process")]
-fn shutting_the_global_pool_down_refuses_later_tasks() {
+fn the_global_pool_cannot_be_shut_down() {
     expect_child_ok("shutdown", None);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn build_global_configures_the_pool_before_its_first_use() {
+    // FLOCK_WORKERS=5 is not read: the builder's configuration is the pool's.
+    expect_child_ok("build_global", Some("5"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn build_global_after_the_first_use_is_a_typed_error() {
+    expect_child_ok("build_global_late", Some("2"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a child process")]
+fn a_failed_build_global_leaves_the_pool_to_build_later() {
+    expect_child_ok("build_global_invalid", Some("2"));
 }
 
 /// The child's side: does the checks of the case named by `FLOCK_GLOBAL_CHILD`, and nothing
@@ -179,6 +198,36 @@ fn child_process_checks() {
             unreachable!("global() returned under FLOCK_WORKERS={workers:?}");
         }
         "shutdown" => child_shutdown(),
+        "build_global" => {
+            flock::Pool::builder()
+                .workers(3)
+                .capacity(7)
+                .build_global()
+                .unwrap();
+            assert_eq!(flock::global().workers(), 3);
+            assert_eq!(flock::global().capacity(), 7);
+            assert_eq!(flock::current_num_workers(), 3);
+            let again = flock::Pool::builder().workers(1).build_global();
+            assert!(
+                matches!(again, Err(BuildError::GlobalAlreadyBuilt)),
+                "{again:?}"
+            );
+            assert_eq!(flock::global().workers(), 3);
+        }
+        "build_global_late" => {
+            assert_eq!(flock::spawn(|| 4).join().unwrap(), 4);
+            let late = flock::Pool::builder().workers(3).build_global();
+            assert!(
+                matches!(late, Err(BuildError::GlobalAlreadyBuilt)),
+                "{late:?}"
+            );
+            assert_eq!(flock::global().workers(), 2);
+        }
+        "build_global_invalid" => {
+            let err = flock::Pool::builder().capacity(0).build_global();
+            assert!(matches!(err, Err(BuildError::ZeroCapacity)), "{err:?}");
+            assert_eq!(flock::global().workers(), 2); // built on first use, from the env
+        }
         "membarrier_off" => {
             let pool = flock::global();
             assert!(!pool.uses_membarrier());
@@ -258,26 +307,30 @@ fn child_invalid_membarrier() {
     assert!(!flock::try_global().unwrap().uses_membarrier());
 }
 
-/// After `global().shutdown()`, the free functions' tasks are refused and handed back.
+/// `global().shutdown()` (and its two siblings) change nothing and say why; the free
+/// functions' tasks still run.
 fn child_shutdown() {
     let (tx, rx) = mpsc::channel();
     flock::submit(move || tx.send(1).unwrap()).unwrap();
-    flock::global().shutdown().unwrap();
+    assert_eq!(flock::global().shutdown(), Err(WaitError::GlobalPool));
     assert_eq!(
-        rx.recv().unwrap(),
-        1,
-        "a task accepted before the shutdown ran"
+        flock::global().shutdown_timeout(Duration::from_secs(1)),
+        Err(WaitError::GlobalPool)
     );
-    assert!(flock::global().is_shutdown());
+    assert_eq!(flock::global().shutdown_now(), Err(WaitError::GlobalPool));
+    assert!(!flock::global().is_shutdown());
+    assert_eq!(rx.recv().unwrap(), 1);
     let (tx, rx) = mpsc::channel();
-    let refused = flock::submit(move || tx.send(2).unwrap()).unwrap_err();
-    assert_eq!(refused.reason(), RejectReason::Shutdown);
-    refused.into_inner()();
+    flock::submit(move || tx.send(2).unwrap()).unwrap();
     assert_eq!(rx.recv().unwrap(), 2);
     match flock::spawn(|| 3).join() {
-        Err(JoinError::Refused(RejectReason::Shutdown)) => {}
+        Ok(3) => {}
         other => panic!("{other:?}"),
     }
+    flock::global().wait().unwrap();
+    // From inside a task too.
+    let inside = flock::spawn(|| flock::global().shutdown()).join().unwrap();
+    assert_eq!(inside, Err(WaitError::GlobalPool));
 }
 
 /// How a child process ended.

@@ -370,3 +370,41 @@ fn a_wait_from_a_dropped_group_tasks_destructor_is_refused() {
         pool.shutdown().unwrap();
     });
 }
+
+/// `cancel` racing a wait that prunes the group's handles: a wait that returns drops the
+/// handles of finished tasks, and must not hide the others from a `cancel` meanwhile. The
+/// pool is paused, so every task spawned here is still queued when its round's `cancel`
+/// comes, which must drop it. (The pruning took the whole list out and put the unfinished
+/// back: a `cancel` in between found none and the task later ran.)
+#[test]
+fn cancel_racing_a_waits_pruning_cancels_the_task() {
+    watchdog(120, "group cancel racing wait", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        pool.pause();
+        let group = Arc::new(TaskGroup::new(&pool));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (g, s) = (group.clone(), stop.clone());
+        let waiter = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                g.wait().unwrap();
+            }
+        });
+        let ran = count();
+        let rounds = if cfg!(miri) { 100 } else { 50_000 };
+        let mut missed = 0;
+        for _ in 0..rounds {
+            let r = ran.clone();
+            group.spawn(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            missed += usize::from(group.cancel() != 1);
+        }
+        stop.store(true, Ordering::Relaxed);
+        waiter.join().unwrap();
+        pool.resume();
+        group.wait().unwrap();
+        pool.wait().unwrap();
+        assert_eq!((missed, ran.load(Ordering::SeqCst)), (0, 0));
+        assert_eq!(pool.stats().dropped, rounds as u64);
+    });
+}

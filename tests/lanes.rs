@@ -4,6 +4,9 @@
 //! statistics add up; the lane reserve runs a heavy lane's task at once when every worker runs
 //! a lighter lane's, and only then.
 
+// `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
+#![allow(deprecated)]
+
 mod common;
 
 use common::{all_parked, spin_for, stall_all, stall_each_in, watchdog, Gate, Live};

@@ -2,6 +2,9 @@
 //! for in `join` or `scope` still runs), keeps queueing, and says so to `wait`; shutdown of a
 //! paused pool drains or drops its queue.
 
+// `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
+#![allow(deprecated)]
+
 mod common;
 
 use common::{all_parked, eventually, open_when_shut_down, stall_all, watchdog, Gate, Live};

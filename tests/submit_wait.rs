@@ -1,5 +1,8 @@
 //! submit + wait: every accepted task runs exactly once, wait() covers them all.
 
+// `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
+#![allow(deprecated)]
+
 mod common;
 
 use common::watchdog;

@@ -2,6 +2,9 @@
 //! wait, even when another waiter, returning first, submits more work at once
 //! (threadpool's `test_join_wavesurfer`).
 
+// `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
+#![allow(deprecated)]
+
 mod common;
 
 use common::{eventually, watchdog, Gate};

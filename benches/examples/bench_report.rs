@@ -519,6 +519,151 @@ fn qsort_rows() -> Vec<Row> {
     rows
 }
 
+/// `map-reduce`, `chunks-mut`, `sort-unstable` and `sort-stable`: flock's data-parallel
+/// helpers (`Pool::map_reduce`, `par_chunks_mut`, `par_sort_unstable`, `par_sort`) against
+/// rayon's `par_iter().map().reduce()`, `par_chunks_mut().enumerate().for_each()`,
+/// `par_sort_unstable` and `par_sort`, both with `common::workers()` workers, on the same data
+/// (`qsort_input`: pseudo-random `u64`, a fixed seed). Rounds of one flock run and one rayon
+/// run in turn, as qsort's; the verdict is the median of the paired ratios flock ÷ rayon,
+/// target ≤ 1.0×.
+fn data_parallel_rows() -> Vec<Row> {
+    const REDUCE_LEN: usize = 16 << 20;
+    const CHUNKS_LEN: usize = 16 << 20;
+    const CHUNK: usize = 4096;
+    const SORT_LEN: usize = 4 << 20;
+    let rounds = 9;
+    let f = Flock::new();
+    let r = Rayon::new();
+    let mix = |x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+    let add = |a: u64, b: u64| a.wrapping_add(b);
+    let bump =
+        |i: usize, c: &mut [u64]| c.iter_mut().for_each(|x| *x = x.wrapping_mul(3) ^ i as u64);
+    let reduce_in = qsort_input(REDUCE_LEN);
+    let sort_in = qsort_input(SORT_LEN);
+    let mut chunks = qsort_input(CHUNKS_LEN);
+    let mut rows = Vec::new();
+    let mut pair = |workload: &'static str,
+                    note: String,
+                    flock_run: &mut dyn FnMut() -> Duration,
+                    rayon_run: &mut dyn FnMut() -> Duration| {
+        let (mut fl, mut ra) = (Vec::new(), Vec::new());
+        flock_run(); // one unmeasured run of each
+        rayon_run();
+        for _ in 0..rounds {
+            std::thread::sleep(Duration::from_millis(20));
+            fl.push(secs(flock_run()));
+            std::thread::sleep(Duration::from_millis(20));
+            ra.push(secs(rayon_run()));
+        }
+        let paired: Vec<f64> = fl.iter().zip(&ra).map(|(a, b)| a / b).collect();
+        let got = median(&paired);
+        let mut flock_row = Row::new(workload, "flock", Unit::Time, fl);
+        let mut rayon_row = Row::new(workload, "rayon", Unit::Time, ra);
+        flock_row.note = note;
+        rayon_row.note = format!("{rounds} rounds, flock/rayon in turn");
+        rayon_row.verdict = verdict(
+            got <= 1.0,
+            format!("flock ≤1.0× this: {got:.2}× (median of {rounds} paired rounds)"),
+        );
+        eprintln!(
+            "  {workload:<12} flock {} rayon {} ratio {got:.2}",
+            fmt_value(flock_row.median(), Unit::Time),
+            fmt_value(rayon_row.median(), Unit::Time)
+        );
+        rows.push(flock_row);
+        rows.push(rayon_row);
+    };
+    let want: u64 = reduce_in.iter().map(mix).fold(0, add);
+    pair(
+        "map-reduce",
+        format!("{REDUCE_LEN} u64, Pool::map_reduce (a multiply and a rotate each)"),
+        &mut || {
+            let t = Instant::now();
+            let got = f.pool.map_reduce(&reduce_in, || 0, mix, add);
+            let took = t.elapsed();
+            assert_eq!(got, want);
+            took
+        },
+        &mut || {
+            use rayon::prelude::*;
+            let t = Instant::now();
+            let got =
+                r.0.install(|| reduce_in.par_iter().map(mix).reduce(|| 0, add));
+            let took = t.elapsed();
+            assert_eq!(got, want);
+            took
+        },
+    );
+    let chunks_ptr = std::ptr::addr_of_mut!(chunks);
+    pair(
+        "chunks-mut",
+        format!("{CHUNKS_LEN} u64 in chunks of {CHUNK}, Pool::par_chunks_mut"),
+        &mut || {
+            // SAFETY: the two closures run one at a time, never together.
+            let v = unsafe { &mut *chunks_ptr };
+            let t = Instant::now();
+            f.pool.par_chunks_mut(v, CHUNK, bump);
+            t.elapsed()
+        },
+        &mut || {
+            use rayon::prelude::*;
+            // SAFETY: as above.
+            let v = unsafe { &mut *chunks_ptr };
+            let t = Instant::now();
+            r.0.install(|| {
+                v.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .for_each(|(i, c)| bump(i, c))
+            });
+            t.elapsed()
+        },
+    );
+    let sorted = |v: &[u64]| v.windows(2).all(|w| w[0] <= w[1]);
+    pair(
+        "sort-unstable",
+        format!("{SORT_LEN} u64, Pool::par_sort_unstable"),
+        &mut || {
+            let mut v = sort_in.clone();
+            let t = Instant::now();
+            f.pool.par_sort_unstable(&mut v);
+            let took = t.elapsed();
+            assert!(sorted(&v));
+            took
+        },
+        &mut || {
+            use rayon::prelude::*;
+            let mut v = sort_in.clone();
+            let t = Instant::now();
+            r.0.install(|| v.par_sort_unstable());
+            let took = t.elapsed();
+            assert!(sorted(&v));
+            took
+        },
+    );
+    pair(
+        "sort-stable",
+        format!("{SORT_LEN} u64, Pool::par_sort"),
+        &mut || {
+            let mut v = sort_in.clone();
+            let t = Instant::now();
+            f.pool.par_sort(&mut v);
+            let took = t.elapsed();
+            assert!(sorted(&v));
+            took
+        },
+        &mut || {
+            use rayon::prelude::*;
+            let mut v = sort_in.clone();
+            let t = Instant::now();
+            r.0.install(|| v.par_sort());
+            let took = t.elapsed();
+            assert!(sorted(&v));
+            took
+        },
+    );
+    rows
+}
+
 fn burst_rows() -> Vec<Row> {
     common::spins_per_us();
     let kinds: Vec<Kind> = Kind::POOLS.into_iter().chain([Kind::StdThread]).collect();
@@ -1970,13 +2115,28 @@ fn only_arg() -> Option<Vec<String>> {
         [] => None,
         [flag, list] if flag == "--only" => Some(list.split(',').map(str::to_string).collect()),
         _ => {
-            eprintln!("usage: bench_report [--only c-submit,metrics-cost,cpp-reduce,1u-1Mt,cpu-1us,fib-join,qsort,idle-cpu,idle-burst,low-par,burst]");
+            eprintln!("usage: bench_report [--only data-parallel | --only c-submit,metrics-cost,cpp-reduce,1u-1Mt,cpu-1us,fib-join,qsort,idle-cpu,idle-burst,low-par,burst]");
             std::process::exit(2);
         }
     }
 }
 
 fn main() {
+    // `--only data-parallel`: just those rows, printed, no chart written (a quick check of
+    // the helpers against rayon without the hour of the whole report).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1..3) == Some(&["--only".to_string(), "data-parallel".to_string()][..]) {
+        let start = Instant::now();
+        let before = busy_ticks();
+        let mut m = machine();
+        let rows = data_parallel_rows();
+        let took = start.elapsed();
+        let after = busy_ticks();
+        let others = (after.0 - before.0).saturating_sub(after.1 - before.1);
+        m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
+        print!("{}", markdown(&rows, &m, took));
+        return;
+    }
     let only = only_arg();
     // The subprocess binaries are built before the clock and the CPU accounting start
     // (not when `--only` names in-process workloads alone).
@@ -2005,6 +2165,7 @@ fn main() {
     rows.extend(spawn_tree_rows());
     rows.extend(fib_rows());
     rows.extend(qsort_rows());
+    rows.extend(data_parallel_rows());
     rows.extend(burst_rows());
     rows.extend(wake_rows());
     rows.extend(idle); // after wake-latency, as numbered in docs/bench.md

@@ -11,7 +11,13 @@
 //! callgrind_probe join  flock|rayon   N   # fib(N) through join: F(N+1) - 1 joins
 //! callgrind_probe spawn flock|rayon   D   # a binary tree of scope spawns: 2^(D+1) - 2 tasks
 //! callgrind_probe submit flock|flock-latency|rayon|channel N   # N empty tasks from an outside thread, then wait
+//! callgrind_probe chunks|reduce|sort flock|rayon N   # bench_report's data-parallel bodies over N u64
 //! ```
+//!
+//! The data-parallel ops (`par_chunks_mut` in chunks of 4096, `map_reduce` against
+//! `par_iter().map().reduce()`, `par_sort_unstable`) run on pools of
+//! `available_parallelism()` workers, as in `bench_report`: their cost per element includes
+//! how each pool splits the slice, which depends on the worker count.
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -121,12 +127,72 @@ fn submit_rayon(n: usize) -> u64 {
     hits.load(Ordering::Relaxed)
 }
 
+/// `bench_report`'s data-parallel input: `n` pseudo-random `u64` (xorshift64, fixed seed).
+fn data(n: usize) -> Vec<u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
+        .collect()
+}
+
+fn mix(x: &u64) -> u64 {
+    x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)
+}
+
+fn bump(i: usize, c: &mut [u64]) {
+    c.iter_mut().for_each(|x| *x = x.wrapping_mul(3) ^ i as u64);
+}
+
+/// One data-parallel op of `bench_report` over `n` elements, on pools of as many workers
+/// as the report uses.
+fn data_parallel(op: &str, pool: &str, n: usize) -> u64 {
+    use rayon::prelude::*;
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut v = data(n);
+    let f = || {
+        flock::Pool::builder()
+            .workers(workers)
+            .build()
+            .expect("pool")
+    };
+    let r = || {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .build()
+            .expect("rayon pool")
+    };
+    let add = |a: u64, b: u64| a.wrapping_add(b);
+    match (op, pool) {
+        ("chunks", "flock") => f().par_chunks_mut(&mut v, 4096, bump),
+        ("chunks", "rayon") => r().install(|| {
+            v.par_chunks_mut(4096)
+                .enumerate()
+                .for_each(|(i, c)| bump(i, c))
+        }),
+        ("reduce", "flock") => return f().map_reduce(&v, || 0, mix, add),
+        ("reduce", "rayon") => return r().install(|| v.par_iter().map(mix).reduce(|| 0, add)),
+        ("sort", "flock") => f().par_sort_unstable(&mut v),
+        ("sort", "rayon") => r().install(|| v.par_sort_unstable()),
+        _ => panic!("unknown op/pool {op} {pool}"),
+    }
+    v.iter().copied().fold(0, add)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [op, pool, size] = &args[..] else {
         panic!("usage: callgrind_probe join|spawn|submit flock|flock-latency|rayon|channel SIZE");
     };
     let size: u32 = size.parse().expect("a number");
+    if matches!(op.as_str(), "chunks" | "reduce" | "sort") {
+        println!("{}", data_parallel(op, pool, size as usize));
+        return;
+    }
     let result = match (op.as_str(), pool.as_str()) {
         ("join", "flock") => {
             let p = flock_pool();

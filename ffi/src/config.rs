@@ -234,6 +234,11 @@ pub(crate) unsafe fn builder_from(cfg: *const flock_config) -> Option<(PoolBuild
         };
     }
     let workers = usize::try_from(field!(workers as u32)).ok()?;
+    // 0 stays an invalid configuration in C (the Rust builder reads `workers(0)` as the
+    // default, as rayon's `num_threads(0)`; C callers get the default from flock_config_default).
+    if workers == 0 {
+        return None;
+    }
     // A bound past the address space is no bound.
     let capacity = usize::try_from(field!(capacity as u64)).unwrap_or(usize::MAX);
     let mut b = flock_core::Pool::builder()

@@ -43,10 +43,17 @@ pub unsafe extern "C" fn flock_resize(pool: *mut flock_pool_t, workers: u32) -> 
     }
 }
 
-/// Pauses the pool: workers start no task until flock_resume. Running tasks finish; queued
-/// tasks wait; submits still queue, within the pool's capacity and when_full policy. Idle
-/// workers sleep. While paused, flock_wait returns FLOCK_ERR_PAUSED instead of waiting for a
-/// queue that will not move. Pausing a paused pool changes nothing.
+/// Pauses the pool: no task submitted from outside the pool after this returns starts before
+/// flock_resume. Running tasks finish; queued tasks wait; submits still queue, within the
+/// pool's capacity and when_full policy. Idle workers sleep. While paused, flock_wait returns
+/// FLOCK_ERR_PAUSED instead of waiting for a queue that will not move. Pausing a paused pool
+/// changes nothing.
+///
+/// Tasks that running tasks submitted (into their worker's own queue) may still start during
+/// the pause, where a running task waits for them: a task in flock_group_wait runs such tasks
+/// of its pool, so a task that fills a group and waits on it finishes its fan-out during
+/// the pause (as Rust's join and scope do). Tasks submitted from outside are never started
+/// there.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_SHUTDOWN once flock_shutdown
 /// has been called (a shutdown drains the pool, and a pause would hold it).

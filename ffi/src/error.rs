@@ -58,7 +58,7 @@ pub enum flock_status {
     /// was built with pin_workers). That worker was not added; the ones started before it
     /// keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
     FLOCK_ERR_PIN_FAILED = 12,
-    /// flock_group_wait or flock_group_wait_timeout: every task of the group has finished, and
+    /// flock_group_wait or flock_group_wait_timeout_ns: every task of the group has finished, and
     /// at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
     /// the last wait that reported failures. The group is usable again.
     FLOCK_ERR_TASK_FAILED = 13,
@@ -116,9 +116,7 @@ impl flock_status {
                 c"a panic inside flock was caught; the call did not complete"
             }
             flock_status::FLOCK_ERR_INVALID_ARGUMENT => c"an argument is out of its range",
-            flock_status::FLOCK_ERR_UNKNOWN_LANE => {
-                c"no lane of that index or name in this pool; the task was not accepted"
-            }
+            flock_status::FLOCK_ERR_UNKNOWN_LANE => c"no lane of that index or name in this pool",
             flock_status::FLOCK_ERR_PAUSED => {
                 c"the pool is paused with tasks queued; resume it before waiting"
             }
@@ -204,6 +202,16 @@ pub extern "C" fn flock_status_str(status: StatusArg) -> *const c_char {
 mod tests {
     use super::*;
     use std::ffi::CStr;
+
+    #[test]
+    fn unknown_lane_message_does_not_speak_of_a_task() {
+        // flock_lane_index and flock_lane_stats answer it too, where no task was offered.
+        let text = flock_status::FLOCK_ERR_UNKNOWN_LANE
+            .message()
+            .to_str()
+            .unwrap();
+        assert!(!text.contains("task"), "{text}");
+    }
 
     #[test]
     fn values_are_explicit_and_stable() {

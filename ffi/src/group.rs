@@ -219,8 +219,9 @@ pub unsafe extern "C" fn flock_group_submit_lane_ex(
 /// from one of the group's own tasks or from the drop callback of one being dropped (it would
 /// wait for that task itself); FLOCK_ERR_NULL; FLOCK_ERR_PANIC.
 ///
-/// While the pool is paused, queued tasks of the group do not start, so the
-/// wait lasts until flock_resume.
+/// While the pool is paused (flock_pause), tasks of the group submitted from outside the pool
+/// do not start, so a wait for them lasts until flock_resume; tasks of the group that running
+/// tasks submitted may still be run by a worker waiting here (see flock_pause).
 ///
 /// Thread-safety: any number of threads may wait on one group at once; each returns once
 /// the group had no unfinished task at some moment during its call (tasks submitted
@@ -240,10 +241,11 @@ pub unsafe extern "C" fn flock_group_wait(group: *mut flock_group_t) -> flock_st
     }
 }
 
-/// Like flock_group_wait, for at most timeout_ms milliseconds: FLOCK_ERR_TIMEOUT when tasks of
-/// the group are still unfinished then (they go on; wait again later). Unlike
-/// flock_group_wait this one blocks the calling thread and runs no tasks meanwhile, also on a
-/// worker: a task that waits so for tasks only its own worker could run times out.
+/// Like flock_group_wait, for at most timeout_ns nanoseconds (the unit of flock_wait_timeout):
+/// FLOCK_ERR_TIMEOUT when tasks of the group are still unfinished then (they go on; wait
+/// again later). UINT64_MAX (about 584 years) is in effect no limit.
+/// Unlike flock_group_wait this one blocks the calling thread and runs no tasks meanwhile,
+/// also on a worker: a task that waits so for tasks only its own worker could run times out.
 ///
 /// Returns FLOCK_OK, FLOCK_ERR_TASK_FAILED (as flock_group_wait), FLOCK_ERR_TIMEOUT,
 /// FLOCK_ERR_WOULD_DEADLOCK (as flock_group_wait), FLOCK_ERR_NULL or FLOCK_ERR_PANIC.
@@ -253,16 +255,47 @@ pub unsafe extern "C" fn flock_group_wait(group: *mut flock_group_t) -> flock_st
 /// # Safety
 /// `group` is NULL or a live group from flock_group_new.
 #[no_mangle]
+pub unsafe extern "C" fn flock_group_wait_timeout_ns(
+    group: *mut flock_group_t,
+    timeout_ns: u64,
+) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        unsafe { wait_timeout(group, Duration::from_nanos(timeout_ns)) }
+    }
+}
+
+/// Deprecated: use flock_group_wait_timeout_ns, which takes nanoseconds as flock_wait_timeout
+/// does. This one takes milliseconds and otherwise behaves exactly as
+/// flock_group_wait_timeout_ns given the same time (also past UINT64_MAX nanoseconds). It
+/// stays for programs written against flock 0.1.0; the header marks it deprecated, so
+/// compilers that know the attribute warn where it is called.
+///
+/// Thread-safety: as flock_group_wait.
+///
+/// # Safety
+/// `group` is NULL or a live group from flock_group_new.
+#[deprecated(note = "takes milliseconds; use flock_group_wait_timeout_ns")]
+#[no_mangle]
 pub unsafe extern "C" fn flock_group_wait_timeout(
     group: *mut flock_group_t,
     timeout_ms: u64,
 ) -> flock_status_t {
     ffi_panic_boundary! {
         // SAFETY: per this function's contract.
-        match unsafe { group_ref(group) } {
-            Ok(group) => wait_status(group.inner.wait_timeout(Duration::from_millis(timeout_ms))),
-            Err(status) => status,
-        }
+        unsafe { wait_timeout(group, Duration::from_millis(timeout_ms)) }
+    }
+}
+
+/// The timed wait of both flock_group_wait_timeout forms.
+///
+/// # Safety
+/// `group` is NULL or a live group from flock_group_new.
+unsafe fn wait_timeout(group: *mut flock_group_t, timeout: Duration) -> flock_status_t {
+    // SAFETY: per this function's contract.
+    match unsafe { group_ref(group) } {
+        Ok(group) => wait_status(group.inner.wait_timeout(timeout)),
+        Err(status) => status,
     }
 }
 
@@ -275,7 +308,7 @@ pub unsafe extern "C" fn flock_group_wait_timeout(
 /// A task counts as finished only once its drop callback has returned: from the callback,
 /// flock_wait, flock_wait_timeout and flock_shutdown of the group's pool return
 /// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
-/// flock_group_wait_timeout of this group; flock_group_free of this group aborts there.
+/// flock_group_wait_timeout_ns of this group; flock_group_free of this group aborts there.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when group is NULL; FLOCK_ERR_PANIC.
 ///
@@ -348,7 +381,7 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
 /// A task counts as finished only once its drop callback has returned: from the callback,
 /// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
 /// FLOCK_ERR_WOULD_DEADLOCK (they would wait for that task), as do flock_group_wait and
-/// flock_group_wait_timeout of the task's own group (flock_group_free of it aborts there).
+/// flock_group_wait_timeout_ns of the task's own group (flock_group_free of it aborts there).
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool is NULL; FLOCK_ERR_PANIC.
 ///

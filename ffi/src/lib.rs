@@ -40,10 +40,11 @@ pub use control::{
 };
 pub use error::{flock_status, flock_status_str, flock_status_t, StatusArg};
 pub use global::flock_global;
+#[allow(deprecated)] // flock_group_wait_timeout: kept for C programs, re-exported as it was
 pub use group::{
     flock_group, flock_group_cancel, flock_group_free, flock_group_new, flock_group_submit,
     flock_group_submit_ex, flock_group_submit_lane, flock_group_submit_lane_ex, flock_group_t,
-    flock_group_wait, flock_group_wait_timeout, flock_purge,
+    flock_group_wait, flock_group_wait_timeout, flock_group_wait_timeout_ns, flock_purge,
 };
 pub use lane::{
     flock_lane, flock_lane_index, flock_lane_t, flock_yield_to_lanes, FLOCK_LANE_NAME_MAX,
@@ -57,9 +58,9 @@ pub use pool::{
     ShutdownModeArg,
 };
 pub use stats::{
-    flock_lane_stats, flock_lane_stats_t, flock_latency_stats, flock_latency_stats_t, flock_stats,
-    flock_stats_t, flock_worker_state, flock_worker_state_t, flock_worker_stats,
-    flock_worker_stats_t,
+    flock_lane_stats, flock_lane_stats_t, flock_latency_stats, flock_latency_stats_t,
+    flock_running, flock_stats, flock_stats_t, flock_worker_state, flock_worker_state_t,
+    flock_worker_stats, flock_worker_stats_t,
 };
 pub use task::{
     flock_submit, flock_submit_batch, flock_submit_batch_ex, flock_submit_ex, flock_submit_lane,

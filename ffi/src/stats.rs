@@ -303,6 +303,41 @@ pub unsafe extern "C" fn flock_stats(
     }
 }
 
+/// Stores in *out how many of the pool's workers are running a task now (their state is
+/// FLOCK_WORKER_RUNNING), without building a whole flock_stats_t. A worker waiting inside a
+/// task (flock_group_wait) counts while it runs other tasks there, and not while it sleeps
+/// with nothing to run. Tasks run off the workers (FLOCK_WHEN_FULL_CALLER_RUNS, helper
+/// threads) are not counted; flock_stats_t.in_flight - flock_stats_t.queued counts them too.
+/// A gauge: it may be stale by the time it is read. With nothing outstanding (from the
+/// moment flock_wait returns FLOCK_OK until the next submit) it reads 0, though a worker that
+/// ran the last task may still show FLOCK_WORKER_RUNNING in flock_stats for a moment.
+///
+/// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
+/// FLOCK_OK). After shutdown: 0.
+///
+/// Ownership: the caller owns *out. Thread-safety: any thread, concurrently with every other
+/// call on the pool except flock_pool_free, including from inside the pool's tasks.
+///
+/// # Safety
+/// `pool` is NULL or a live pool from flock_pool_new; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn flock_running(pool: *const flock_pool_t, out: *mut u32) -> flock_status_t {
+    ffi_panic_boundary! {
+        // SAFETY: per this function's contract.
+        let pool = match unsafe { pool_ref(pool) } {
+            Ok(pool) => pool,
+            Err(status) => return status,
+        };
+        if out.is_null() {
+            return flock_status_t::FLOCK_ERR_NULL;
+        }
+        let running = u32::try_from(pool.inner.running()).unwrap_or(u32::MAX);
+        // SAFETY: not NULL (checked above) and writable per the contract.
+        unsafe { out.write(running) };
+        flock_status_t::FLOCK_OK
+    }
+}
+
 /// Copies a snapshot of worker number `worker` (0 to workers - 1) into *out.
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL; FLOCK_ERR_INVALID_ARGUMENT when

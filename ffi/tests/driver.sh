@@ -6,8 +6,11 @@
 #                  iteration counts divided by FLOCK_TEST_SCALE (default 10 here); forked
 #                  children are not reported on (global.c's child leaks its parent's pool
 #                  by design and tells its parent its verdict through a pipe)
-#   MODE asan      C/C++ side built with -fsanitize=address (LeakSanitizer included); the
-#                  library is instrumented too when LIBFLOCK_A came from a -Zsanitizer build
+#   MODE asan      C/C++ side built with -fsanitize=address,undefined (LeakSanitizer
+#                  included; any UBSan report aborts the test); the library is instrumented
+#                  too when LIBFLOCK_A came from a -Zsanitizer build
+# Every program is built with -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror, so the
+# headers stay warning-free under those flags.
 # The library must be built with the `test-hooks` feature. Exits non-zero on any failure.
 set -euo pipefail
 mode=$1 lib=$2 out=$3
@@ -17,7 +20,7 @@ mkdir -p "$out"
 
 cc=${CC:-cc}
 cxx=${CXX:-c++}
-warn="-Wall -Wextra -Wpedantic -Werror"
+warn="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror"
 flags="-O1 -g -fno-omit-frame-pointer"
 # What the Rust standard library in a static libflock needs: flock.pc's Libs.private (see
 # scripts/install-c.sh; the compiler driver adds the unwinder and the C library itself).
@@ -32,8 +35,9 @@ case $mode in
              --fair-sched=yes --child-silent-after-fork=yes)
         ;;
     asan)
-        flags="$flags -fsanitize=address"
+        flags="$flags -fsanitize=address,undefined -fno-sanitize-recover=undefined"
         export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
         ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
@@ -49,8 +53,13 @@ esac
 "$cxx" -std=c++17 $warn $flags -I"$include" "$here/cpp/algorithms.cpp" "$lib" $syslibs \
     -o "$out/algorithms_cpp"
 
+"$cc" -std=c11 $warn $flags -DFLOCK_TEST_HOOKS -I"$include" "$here/c/faults.c" "$lib" $syslibs \
+    -o "$out/faults_c"
+"$cxx" -std=c++17 $warn $flags -I"$include" "$here/cpp/test_loops.cpp" "$lib" $syslibs \
+    -o "$out/test_loops_cpp"
+
 status=0
-for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp; do
+for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp faults_c test_loops_cpp; do
     echo "-- $t ($mode)"
     # The forced-panic test makes the library print its (caught) panics; keep them short.
     if ! RUST_BACKTRACE=0 "${run[@]}" "$out/$t" 2> "$out/$t.stderr"; then

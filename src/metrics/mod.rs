@@ -106,11 +106,14 @@ pub struct Stats {
     pub local_push_wake_checks: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
-    /// Threads blocked in [`wait`](crate::Pool::wait) or
-    /// [`wait_timeout`](crate::Pool::wait_timeout) now.
+    /// Callers waiting for the pool to go quiet now: threads blocked in
+    /// [`wait`](crate::Pool::wait) or [`wait_for`](crate::Pool::wait_for), and
+    /// [`wait_async`](crate::Pool::wait_async) futures polled and not yet ready (or dropped).
     pub waiters: usize,
     /// Tasks waiting in a queue (the lanes' shared queues, with the submitting threads'
-    /// rings, plus every worker's deque).
+    /// rings, plus every worker's deque). A task cancelled while queued
+    /// ([`JoinHandle::cancel`](crate::JoinHandle::cancel)) leaves this count at once, as it
+    /// leaves the pool's capacity, though its empty entry stays queued until a worker skips it.
     pub queued: u64,
     /// The bound on queued tasks from outside (`usize::MAX`: none).
     pub capacity: usize,
@@ -278,8 +281,9 @@ impl Registry {
     /// later loads (the Release/Acquire pair of the finish counters and the deque), and
     /// `in_flight` never underflows.
     /// Tasks queued in lane `i` now: its shared queue, every worker's deque of the lane, the
-    /// jobs still inside bundles, and those workers keep from a pause (`LaneQueue::kept`). A
-    /// gauge (Relaxed reads at different moments, clamped).
+    /// jobs still inside bundles, and those workers keep from a pause (`LaneQueue::kept`),
+    /// less the shells of cancelled tasks among them (`LaneQueue::shells`). A gauge (Relaxed
+    /// reads at different moments, clamped).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
         let lanes = self.lanes.len();
         let mut entries = self.lanes[i].shared.len()
@@ -297,7 +301,8 @@ impl Registry {
         // on the shards. Read at different moments, so clamp.
         let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
         let claimed = self.counters.sum_lane(LaneStat::Claimed, i);
-        (entries as i64 + bundled.wrapping_sub(claimed) as i64).max(0) as u64
+        let shells = self.lanes[i].shells() as i64;
+        (entries as i64 + bundled.wrapping_sub(claimed) as i64 - shells).max(0) as u64
     }
 
     /// Workers whose state is `Running` now, among the slots `Stats::per_worker` shows.

@@ -342,6 +342,16 @@ impl Registry {
     }
 }
 
+#[cfg(all(test, flock_loom))]
+impl Registry {
+    /// Units of `pending` taken now, for the loom models' checks.
+    pub(crate) fn pending_units(&self) -> usize {
+        // SeqCst: a model's check after the threads it looks at have joined, or of its own
+        // thread's effects; it orders nothing else.
+        self.pending.load(Ordering::SeqCst)
+    }
+}
+
 /// What `reserve_or_undo` did.
 enum Reserved {
     /// A unit is ours.

@@ -5,6 +5,7 @@
 use super::{Registry, RUNNING};
 use crate::sync::{fence, Ordering};
 use crate::unwind::{call_guarded, drop_payload, TaskPanic};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 impl Registry {
@@ -46,7 +47,7 @@ impl Registry {
         self.waiters.load(Ordering::Relaxed) > 0
     }
 
-    /// Threads blocked in `wait_quiescent` now (`Stats::waiters`).
+    /// Threads blocked in `wait_quiescent` and pending `poll_quiet` futures now (`Stats::waiters`).
     pub(crate) fn waiters(&self) -> usize {
         self.waiters.load(Ordering::Relaxed)
     }
@@ -56,11 +57,17 @@ impl Registry {
     /// more work before the others run again.
     #[cold]
     pub(crate) fn notify_waiters(&self) {
-        let mut generation = self.wait_lock.lock();
-        if self.counters.outstanding() == 0 {
-            *generation += 1;
+        {
+            let mut generation = self.wait_lock.lock();
+            if self.counters.outstanding() == 0 {
+                *generation += 1;
+            }
+            self.wait_cond.notify_all();
         }
-        self.wait_cond.notify_all();
+        // After the generation moved, outside the lock: a future that registered its waker
+        // before our lock is woken here; one that checks under the lock after us sees the
+        // new generation (`poll_quiet`).
+        self.quiet_wakers.wake_all();
     }
 
     /// Blocks until the pool has been seen with no task outstanding since the call (by this
@@ -89,6 +96,7 @@ impl Registry {
                 // Quiet: a new generation for the other waiters (see `notify_waiters`).
                 *guard += 1;
                 self.wait_cond.notify_all();
+                self.quiet_wakers.wake_all();
                 break Quiet::Done;
             }
             // Paused with tasks waiting in a queue: they would not start before a resume.
@@ -108,6 +116,57 @@ impl Registry {
         done
     }
 
+    /// `wait_quiescent` as a future's poll (`Pool::wait_async`): ready once the pool has
+    /// been seen with nothing outstanding since the first poll; else `cx`'s waker is stored
+    /// and woken by `notify_waiters`. The first poll that does not return at once counts the
+    /// future among `waiters`, so finishing workers notify; `leave_quiet` (called by the
+    /// future when ready and on drop) takes it out again.
+    pub(crate) fn poll_quiet(&self, waiter: &mut QuietWaiter, cx: &mut Context<'_>) -> Poll<()> {
+        if waiter.generation.is_none() && self.counters.outstanding() == 0 {
+            if self.has_waiters() {
+                self.notify_waiters();
+            }
+            return Poll::Ready(());
+        }
+        // The waker first, then the check under `wait_lock`: a notifier that moves the
+        // generation after our check wakes the waker stored before it.
+        self.quiet_wakers.register(&mut waiter.id, cx.waker());
+        let mut guard = self.wait_lock.lock();
+        let registered = match waiter.generation {
+            Some(generation) => generation,
+            None => {
+                // SeqCst, before the check below: as the blocked waiters' registration, it
+                // pairs with the fence in `Worker::go_idle` / `after_finish_off_worker`.
+                self.waiters.fetch_add(1, Ordering::SeqCst);
+                *waiter.generation.insert(*guard)
+            }
+        };
+        if *guard != registered {
+            drop(guard);
+            self.leave_quiet(waiter);
+            return Poll::Ready(());
+        }
+        if self.counters.outstanding() == 0 {
+            *guard += 1;
+            self.wait_cond.notify_all();
+            drop(guard);
+            self.leave_quiet(waiter);
+            self.quiet_wakers.wake_all();
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+
+    /// Takes a `poll_quiet` future out of the waiters (ready, or dropped before).
+    pub(crate) fn leave_quiet(&self, waiter: &mut QuietWaiter) {
+        if let Some(id) = waiter.id.take() {
+            self.quiet_wakers.unregister(id);
+        }
+        if waiter.generation.take().is_some() {
+            self.waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// Whether any shared queue or worker deque holds a job, or a worker keeps one from the
     /// pause (`kept`).
     fn anything_queued(&self) -> bool {
@@ -117,6 +176,14 @@ impl Registry {
             || self.stealers.iter().any(|s| !s.is_empty())
             || self.join_stealers.iter().any(|s| !s.is_empty())
     }
+}
+
+/// A `Pool::wait_async` future's registration: its waker's id in `quiet_wakers`, and the
+/// quiet generation it waits past (set while it counts among `waiters`).
+#[derive(Debug, Default)]
+pub(crate) struct QuietWaiter {
+    id: Option<u64>,
+    generation: Option<u64>,
 }
 
 /// How `wait_quiescent` ended.

@@ -205,7 +205,9 @@ impl WorkerThread {
         }
     }
 
-    fn note_reservation_started(&self) {
+    /// A reserved task started here: its unit of capacity is given back with the next lot
+    /// (`flush_threshold` units, or when this worker runs out of work).
+    pub(crate) fn note_reservation_started(&self) {
         let n = self.unflushed.get() + 1;
         if n >= self.registry.flush_threshold {
             self.unflushed.set(0);

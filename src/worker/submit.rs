@@ -95,7 +95,7 @@ impl WorkerThread {
         let shard = self.shard();
         shard.add_owned(Proto::Entered, 1);
         shard.stat_owned(Stat::Submitted, 1);
-        let lane = lane.unwrap_or(self.lane.get());
+        let lane = self.local_lane(lane);
         if self.locals.len() > 1 {
             shard.lane_owned(LaneStat::Submitted, lane, 1);
         }
@@ -159,5 +159,11 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn pop_local(&self) -> Option<Job> {
         self.pop_own(self.lane.get())
+    }
+
+    /// Whether this worker's own deques (its lanes' and its join deque) hold a job: what
+    /// `current_thread_has_pending_tasks` reports.
+    pub(crate) fn has_local_work(&self) -> bool {
+        !self.joins.is_empty() || self.locals.iter().any(|d| !d.is_empty())
     }
 }

@@ -227,7 +227,7 @@ static void test_all_pointers_null_at_once(void) {
     CHECK_STATUS(flock_group_submit_lane(NULL, UINT32_MAX, NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_submit_lane_ex(NULL, UINT32_MAX, NULL, NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_wait(NULL), FLOCK_ERR_NULL);
-    CHECK_STATUS(flock_group_wait_timeout(NULL, UINT64_MAX), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_wait_timeout_ns(NULL, UINT64_MAX), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_cancel(NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_purge(NULL, NULL), FLOCK_ERR_NULL);
     flock_group_free(NULL);
@@ -1471,6 +1471,38 @@ static void test_group_cancel_on_paused_pool_frees_the_pool(void) {
 #endif
 }
 
+/* flock_group_cancel gives the cancelled tasks' capacity back at once, on a paused pool (the
+ * tasks stay queued as empty entries until a worker skips them): the queue counts none of them,
+ * and ten submits fit again, not eleven. */
+static void test_group_cancel_gives_capacity_back(void) {
+    flock_config_t cfg;
+    flock_config_init(&cfg);
+    cfg.workers = 1;
+    cfg.capacity = 10;
+    cfg.when_full = FLOCK_WHEN_FULL_REJECT;
+    flock_pool_t *pool = must_pool(&cfg);
+    flock_group_t *g = NULL;
+    CHECK_STATUS(flock_group_new(pool, &g), FLOCK_OK);
+    CHECK_STATUS(flock_pause(pool), FLOCK_OK);
+    for (int i = 0; i < 10; i++) CHECK_STATUS(flock_group_submit(g, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_ERR_FULL);
+    size_t cancelled = 0;
+    CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
+    CHECK_EQ(cancelled, 10);
+    flock_stats_t st;
+    CHECK_STATUS(flock_stats(pool, &st), FLOCK_OK);
+    CHECK_EQ(st.queued, 0);
+    CHECK_EQ(st.dropped, 10);
+    for (int i = 0; i < 10; i++) CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_OK);
+    CHECK_STATUS(flock_submit(pool, noop, NULL), FLOCK_ERR_FULL);
+    CHECK_STATUS(flock_resume(pool), FLOCK_OK);
+    CHECK_STATUS(flock_wait(pool), FLOCK_OK);
+    CHECK_STATUS(flock_stats(pool, &st), FLOCK_OK);
+    CHECK_EQ(st.submitted, st.completed + st.panicked + st.dropped);
+    flock_group_free(g);
+    flock_pool_free(pool);
+}
+
 /* ---- freeing and shutting down pools in awkward states --------------------------------- */
 
 typedef struct {
@@ -1891,8 +1923,8 @@ static void test_group_edges(void) {
     size_t cancelled = 77;
     CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
     CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, 0), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, UINT64_MAX), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 0), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, UINT64_MAX), FLOCK_OK);
     CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
     CHECK_EQ(cancelled, 0);
     CHECK_STATUS(flock_group_cancel(g, NULL), FLOCK_OK);
@@ -1902,9 +1934,9 @@ static void test_group_edges(void) {
     gate_t gate = {0, 0};
     CHECK_STATUS(flock_group_submit(g, gate_task, &gate), FLOCK_OK);
     gate_wait_started(&gate);
-    CHECK_STATUS(flock_group_wait_timeout(g, 0), FLOCK_ERR_TIMEOUT);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 0), FLOCK_ERR_TIMEOUT);
     atomic_store(&gate.open, 1);
-    CHECK_STATUS(flock_group_wait_timeout(g, UINT64_MAX), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, UINT64_MAX), FLOCK_OK);
 
     /* A task of the group cancels its queued siblings ("any thread, also a task of the
      * group"); their drop callbacks run on that worker. */
@@ -2031,7 +2063,7 @@ typedef struct {
 static void group_self_wait(void *arg) {
     group_self_t *t = arg;
     t->st[0] = flock_group_wait(t->own);
-    t->st[1] = flock_group_wait_timeout(t->own, 60ull * 1000);
+    t->st[1] = flock_group_wait_timeout_ns(t->own, 60ull * 1000 * 1000 * 1000);
     t->st[2] = flock_group_wait(t->other);
     atomic_store(&t->done, 1);
 }
@@ -2164,6 +2196,7 @@ int main(void) {
     RUN(test_drop_callbacks_waiting_for_their_pool);
     RUN(test_shutdown_dropped_out_counts_only_shutdowns);
     RUN(test_group_cancel_on_paused_pool_frees_the_pool);
+    RUN(test_group_cancel_gives_capacity_back);
     RUN(test_free_drains_a_paused_pool);
     RUN(test_free_while_start_hooks_run);
     RUN(test_pool_churn);

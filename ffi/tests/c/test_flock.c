@@ -1142,7 +1142,7 @@ static void test_lane_config_invalid(void) {
     cfg.lane_count = 1;
     CHECK_STATUS(flock_pool_new(&cfg, &pool), FLOCK_ERR_INVALID_CONFIG);
     flock_lane_t many[FLOCK_MAX_LANES + 1];
-    char names[FLOCK_MAX_LANES + 1][4];
+    char names[FLOCK_MAX_LANES + 1][16]; /* room for any int: -Wformat-truncation */
     for (int i = 0; i <= FLOCK_MAX_LANES; i++) {
         snprintf(names[i], sizeof names[i], "l%d", i);
         many[i] = (flock_lane_t){names[i], 1};
@@ -1757,7 +1757,7 @@ static void test_group_waits_for_its_own_tasks(void) {
     CHECK_STATUS(flock_group_submit_lane(g, 0, slot_run, &a), FLOCK_OK);
     CHECK_STATUS(flock_group_submit_lane_ex(g, 0, slot_run, &b, slot_drop), FLOCK_OK);
     CHECK_STATUS(flock_group_submit_lane_ex(g, 7, slot_run, &c, slot_drop), FLOCK_ERR_UNKNOWN_LANE);
-    CHECK_STATUS(flock_group_wait_timeout(g, 60000), FLOCK_OK);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 60000000000ull), FLOCK_OK);
     CHECK_EQ(atomic_load(&a.ran) + atomic_load(&b.ran), 2);
     CHECK_EQ(atomic_load(&c.ran) + atomic_load(&c.dropped) + atomic_load(&b.dropped), 0);
     atomic_store(&outsider.open, 1);
@@ -1777,7 +1777,7 @@ static void test_group_null_pointers(void) {
     CHECK_STATUS(flock_group_submit_lane(NULL, 0, count_task, &n), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_submit_lane_ex(NULL, 0, count_task, &n, owned_drop), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_wait(NULL), FLOCK_ERR_NULL);
-    CHECK_STATUS(flock_group_wait_timeout(NULL, 1), FLOCK_ERR_NULL);
+    CHECK_STATUS(flock_group_wait_timeout_ns(NULL, 1000000), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_group_cancel(NULL, NULL), FLOCK_ERR_NULL);
     CHECK_STATUS(flock_purge(NULL, NULL), FLOCK_ERR_NULL);
     flock_group_free(NULL);
@@ -1849,7 +1849,7 @@ static void test_group_failures_are_reported_once(void) {
     CHECK_EQ(atomic_load(&n), 8);
     CHECK_STATUS(flock_group_wait(g), FLOCK_OK);
     CHECK_STATUS(flock_group_submit(g, fail_task, NULL), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, 60000), FLOCK_ERR_TASK_FAILED);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 60000000000ull), FLOCK_ERR_TASK_FAILED);
     CHECK_STATUS(flock_wait(pool), FLOCK_OK);
     flock_stats_t s;
     CHECK_STATUS(flock_stats(pool, &s), FLOCK_OK);
@@ -1870,7 +1870,7 @@ static void test_group_cancel_and_timeout(void) {
     slot_t slots[K];
     memset(slots, 0, sizeof slots);
     for (int i = 0; i < K; i++) CHECK_STATUS(flock_group_submit_ex(g, slot_run, &slots[i], slot_drop), FLOCK_OK);
-    CHECK_STATUS(flock_group_wait_timeout(g, 10), FLOCK_ERR_TIMEOUT);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 10000000), FLOCK_ERR_TIMEOUT);
     size_t cancelled = 77;
     CHECK_STATUS(flock_group_cancel(g, &cancelled), FLOCK_OK);
     CHECK_EQ(cancelled, K);
@@ -1969,7 +1969,7 @@ static void test_group_forced_panics(void) {
     flock_test_panic_next_call();
     CHECK_STATUS(flock_group_wait(g), FLOCK_ERR_PANIC);
     flock_test_panic_next_call();
-    CHECK_STATUS(flock_group_wait_timeout(g, 1), FLOCK_ERR_PANIC);
+    CHECK_STATUS(flock_group_wait_timeout_ns(g, 1000000), FLOCK_ERR_PANIC);
     size_t k = 77;
     flock_test_panic_next_call();
     CHECK_STATUS(flock_group_cancel(g, &k), FLOCK_ERR_PANIC);
