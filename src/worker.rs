@@ -637,6 +637,7 @@ impl WorkerThread {
         let reg = &*self.registry;
         let sleep = &reg.sleep;
         self.shard().set_state(WorkerState::Parked);
+        self.shard().stat_owned(Stat::ParkAttempts, 1);
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.

@@ -379,6 +379,42 @@ fn prometheus_text_parses_back() {
     }
 }
 
+/// The search and sleep counters of issue 41's event counts (`drain_probe join-events`)
+/// against what the protocol guarantees: a search that finds nothing has looked at every
+/// other worker, every park was announced (one write of the sleep word each), and only a
+/// local push can find a sleeper on the local path.
+#[test]
+fn search_and_sleep_counters_add_up_after_fork_join() {
+    watchdog(120, "search counters", || {
+        fn fib(pool: &Pool, n: u32) -> u64 {
+            if n < 2 {
+                return n as u64;
+            }
+            let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+            a + b
+        }
+        let workers = 4;
+        let pool = Pool::builder().workers(workers).build().unwrap();
+        for _ in 0..5 {
+            assert_eq!(fib(&pool, 20), 6765);
+        }
+        pool.wait().unwrap();
+        let s = until_all_parked(&pool);
+        assert!(s.parks >= workers as u64, "every worker parked: {s:?}");
+        assert!(s.park_attempts >= s.parks, "{s:?}");
+        assert!(s.sleep_word_writes >= s.park_attempts, "{s:?}");
+        assert!(
+            s.victims_scanned >= s.failed_steals * (workers as u64 - 1),
+            "a failed search looks at every other worker: {s:?}"
+        );
+        assert!(s.local_push_wake_checks <= s.local_pushes, "{s:?}");
+        assert!(
+            s.searches >= s.failed_steals,
+            "outside a pause, a failed steal ends a search: {s:?}"
+        );
+    });
+}
+
 /// Polls until every worker is parked (a state, not a time: the poll has a watchdog).
 ///
 /// A worker shows `Parked` from the start of its way to sleep: it announces itself, issues

@@ -17,7 +17,13 @@
 //! `benches/cpp/cpp_reduce.cpp` (C++, `flock::parallel_reduce` against `std::thread`s). The
 //! variants alternate, one subprocess at a time. Needs `cargo`, `cc` and `c++` on the PATH;
 //! where a build fails, those rows are left out and the reason is printed. `-- --only
-//! cpp-reduce` (a comma-separated list of these three) runs only those and writes no chart.
+//! cpp-reduce` (a comma-separated list of these three, or of the in-process workloads named
+//! in [`IN_PROCESS`]: `1u-1Mt`, `cpu-1us`, `fib-join`, `qsort`, `idle-cpu`, `idle-burst`,
+//! `low-par`, `burst`) runs only those and writes no chart; `scripts/scaling.sh` runs it so
+//! under `taskset` at several CPU counts.
+//!
+//! `idle-burst`, `2-way` and `trickle` (issue 41) measure the first second after a burst and
+//! pools with every CPU a worker but little parallelism (`benches/benches/common/low_par.rs`).
 //!
 //! Workloads 11 to 13 (`bulk-1Mt`, `lanes-split`, `lanes-p99`) compare flock with itself in the
 //! same run: `submit_batch` against per-task `submit` on one pool, and the lanes of one pool
@@ -66,6 +72,9 @@ struct Row {
     runs: Vec<f64>,
     note: String,
     verdict: Option<Verdict>,
+    /// On flock's row of a workload `scripts/scaling.sh` tabulates: flock ÷ rayon in the
+    /// same run, by wall time (by CPU time for the idle rows), lower is better.
+    scaling: Option<f64>,
 }
 
 impl Row {
@@ -77,6 +86,7 @@ impl Row {
             runs,
             note: String::new(),
             verdict: None,
+            scaling: None,
         }
     }
 
@@ -205,6 +215,9 @@ fn one_submitter_rows() -> Vec<Row> {
         needed = needed.max(want * row.median());
         row.verdict = verdict(got >= want, format!("flock ≥{want}× this: {got:.2}×"));
     }
+    // Time per task flock ÷ rayon's: rayon's rate over flock's.
+    let rayon = find(&rows, "rayon").median();
+    find_mut(&mut rows, "flock").scaling = Some(rayon / flock);
     // A reference for what the body itself costs here: the same body handed over one task at
     // a time to as many plain threads as the pools have workers, with no pool in between
     // (`one_submitter_no_pool`). Not a bound: nothing shows a pool cannot beat it, and in
@@ -222,6 +235,12 @@ fn one_submitter_rows() -> Vec<Row> {
          {:.0}%",
         needed / plain.median() * 100.0,
         flock / plain.median() * 100.0
+    );
+    // Issue 41: flock at 85% of the hand-off with no pool at least.
+    let share = flock / plain.median();
+    plain.verdict = verdict(
+        share >= 0.85,
+        format!("flock ≥85% of this: {:.0}%", share * 100.0),
     );
     eprintln!(
         "  {:<12} {:<20} {}",
@@ -299,6 +318,9 @@ fn cpu_rows() -> Vec<Row> {
             row
         })
         .collect();
+    let rayon = find(&rows, "rayon").median();
+    let flock = find_mut(&mut rows, "flock");
+    flock.scaling = Some(rayon / flock.median());
     let seq = median(&seqs);
     let mut ideal_row = Row::new("cpu-1us", "ideal", Unit::PerSec, vec![n * workers / seq]);
     ideal_row.note = format!(
@@ -408,12 +430,14 @@ fn fib_rows() -> Vec<Row> {
     }
     rows[2].note =
         format!("{joins} joins in each pool run; {rounds} rounds, seq/flock/rayon in turn");
-    // Issue 15's target: the CPU a join costs beyond the sequential work, not wall time.
-    let (got, wall_got) = (median(&ratios(&by_cpu)), median(&ratios(&by_wall)));
+    // Issue 41's target: what a join costs by wall time × workers (what a user waits for),
+    // with the process CPU time (issue 15's measure) beside it.
+    let (cpu_got, got) = (median(&ratios(&by_cpu)), median(&ratios(&by_wall)));
     rows[1].verdict = verdict(
         got <= 0.9,
-        format!("flock's ns CPU/join ≤0.9× this: {got:.2}× (median of {rounds} paired rounds; by wall × workers {wall_got:.2}×)"),
+        format!("flock's ns/join by wall × workers ≤0.9× this: {got:.2}× (median of {rounds} paired rounds; by process CPU time {cpu_got:.2}×)"),
     );
+    rows[0].scaling = Some(got);
     rows
 }
 
@@ -434,12 +458,24 @@ fn qsort_rows() -> Vec<Row> {
     // can land below the bound's (rayon's did once, 141.9 against 143.1 ms).
     let workers = common::workers() as f64;
     let (mut first, mut whole, mut bound) = (Vec::new(), Vec::new(), Vec::new());
+    // Process CPU time a run, [flock, rayon], beside the wall time the verdict is on.
+    let mut cpu = [Vec::new(), Vec::new()];
+    let cpu_ns = |cpu: &mut Vec<f64>, f: &dyn Fn() -> Duration| {
+        let before = common::process_cpu_ns();
+        let took = f();
+        cpu.push((common::process_cpu_ns() - before) as f64 / 1e9);
+        took
+    };
     for _ in 0..rounds {
         // Every thread of ours asleep first, as in fib_rows.
         std::thread::sleep(Duration::from_millis(20));
-        flock.push(secs(time_qsort_flock(&f.pool, &input)));
+        flock.push(secs(cpu_ns(&mut cpu[0], &|| {
+            time_qsort_flock(&f.pool, &input)
+        })));
         std::thread::sleep(Duration::from_millis(20));
-        rayon.push(secs(time_qsort_rayon(&r.0, &input)));
+        rayon.push(secs(cpu_ns(&mut cpu[1], &|| {
+            time_qsort_rayon(&r.0, &input)
+        })));
         let (p1, all) = time_qsort_sequential(&input);
         let (p1, all) = (secs(p1), secs(all));
         first.push(p1);
@@ -453,8 +489,15 @@ fn qsort_rows() -> Vec<Row> {
         Row::new("qsort", "rayon", Unit::Time, rayon),
         Row::new("qsort", "bound", Unit::Time, bound),
     ];
-    rows[0].note = format!("{QSORT_LEN} u64, cut-off {QSORT_CUTOFF}, Pool::join");
-    rows[1].note = format!("rayon::join; {rounds} rounds, flock/rayon in turn");
+    let cpu_ms = |i: usize| median(&cpu[i]) * 1e3;
+    rows[0].note = format!(
+        "{QSORT_LEN} u64, cut-off {QSORT_CUTOFF}, Pool::join; process CPU {:.1} ms a run",
+        cpu_ms(0)
+    );
+    rows[1].note = format!(
+        "rayon::join; {rounds} rounds, flock/rayon in turn; process CPU {:.1} ms a run",
+        cpu_ms(1)
+    );
     rows[2].note = format!(
         "what no schedule on {workers} workers beats at the sequential run's speed: the first \
          partition ({:.1} ms) + the rest of the sequential sort ({:.1} ms in all) ÷ {workers}, \
@@ -467,8 +510,12 @@ fn qsort_rows() -> Vec<Row> {
     let got = median(&paired);
     rows[1].verdict = verdict(
         got <= 0.95,
-        format!("flock ≤0.95× this: {got:.2}× (median of {rounds} paired rounds)"),
+        format!(
+            "flock ≤0.95× this by wall time: {got:.2}× (median of {rounds} paired rounds; by process CPU time {:.2}×)",
+            cpu_ms(0) / cpu_ms(1)
+        ),
     );
+    rows[0].scaling = Some(got);
     rows
 }
 
@@ -680,9 +727,196 @@ fn idle_rows() -> Vec<Row> {
     for row in &mut rows {
         row.note = format!("after {IDLE_WARM_TASKS} tasks");
     }
+    let rayon = find(&rows, "rayon").median();
     let flock = find_mut(&mut rows, "flock");
     let got = flock.median();
     flock.verdict = verdict(got <= 0.05, format!("≤0.05 ms/s: {got:.4}"));
+    flock.scaling = Some(got / rayon);
+    rows
+}
+
+// ----- issue 41: low parallelism and the first idle second -----------------------------
+
+/// `2-way`: rounds a round of two halves of this many µs.
+const TWO_WAY_US: u64 = 50;
+/// `2-way`: rounds a run.
+const TWO_WAY_ROUNDS: usize = 2000;
+/// `trickle`: a task of this many µs ...
+const TRICKLE_US: u64 = 20;
+/// ... every this long ...
+const TRICKLE_EVERY: Duration = Duration::from_micros(200);
+/// ... this many a run.
+const TRICKLE_TASKS: usize = 2000;
+
+/// `2-way` and `trickle` (issue 41, "low parallelism"): every pool with as many workers as
+/// the machine has CPUs, fed work that keeps at most two of them busy (`common::low_par`).
+/// `2-way`: 2,000 rounds of two 50 µs halves (a join on flock and rayon, two submits and a
+/// wait on the others); the value is wall time a round, the CPU time a round beside it.
+/// `trickle`: one 20 µs task every 200 µs, 2,000 a run; the value is process CPU time a
+/// task (the useful work is 20 µs), wall time beside it. Three runs each, a fresh pool each.
+fn low_par_rows() -> Vec<Row> {
+    use common::low_par::{trickle, two_way_flock, two_way_rayon, two_way_submit, Spent};
+    use common::peers::{ChannelPool, Threadpool, Tokio};
+    let runs = 3;
+    // [2-way, trickle] of one pool, `runs` times each.
+    fn measure<R: common::peers::Runner>(
+        pool: &R,
+        runs: usize,
+        two_way: &dyn Fn(&R) -> Spent,
+    ) -> [Vec<Spent>; 2] {
+        let mut out = [Vec::new(), Vec::new()];
+        for _ in 0..runs {
+            std::thread::sleep(Duration::from_millis(20));
+            out[0].push(two_way(pool));
+            std::thread::sleep(Duration::from_millis(20));
+            out[1].push(trickle(pool, TRICKLE_TASKS, TRICKLE_US, TRICKLE_EVERY));
+        }
+        out
+    }
+    let (r, us) = (TWO_WAY_ROUNDS, TWO_WAY_US);
+    let mut per_pool: Vec<(&str, [Vec<Spent>; 2])> = Vec::new();
+    {
+        let f = Flock::new();
+        per_pool.push((
+            "flock",
+            measure(&f, runs, &|p| two_way_flock(&p.pool, r, us)),
+        ));
+    }
+    {
+        let p = Rayon::new();
+        per_pool.push(("rayon", measure(&p, runs, &|p| two_way_rayon(&p.0, r, us))));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let p = Threadpool::new();
+    per_pool.push((
+        "threadpool",
+        measure(&p, runs, &|p| two_way_submit(p, r, us)),
+    ));
+    drop(p);
+    let p = Tokio::new();
+    per_pool.push(("tokio", measure(&p, runs, &|p| two_way_submit(p, r, us))));
+    drop(p);
+    let p = ChannelPool::new();
+    per_pool.push((
+        "crossbeam-channel",
+        measure(&p, runs, &|p| two_way_submit(p, r, us)),
+    ));
+    drop(p);
+    let mut rows = Vec::new();
+    // (wall, CPU) medians per pool: [2-way a round, trickle a task].
+    let mut medians: Vec<[(f64, f64); 2]> = Vec::new();
+    for (pool, [two, tr]) in &per_pool {
+        let med = |v: &[Spent], n: usize, f: fn(&Spent) -> Duration| {
+            median(&v.iter().map(|x| secs(f(x)) / n as f64).collect::<Vec<_>>())
+        };
+        let two_m = (med(two, r, |x| x.wall), med(two, r, |x| x.cpu));
+        let tr_m = (
+            med(tr, TRICKLE_TASKS, |x| x.wall),
+            med(tr, TRICKLE_TASKS, |x| x.cpu),
+        );
+        medians.push([two_m, tr_m]);
+        let walls = two.iter().map(|x| secs(x.wall) / r as f64).collect();
+        let mut row = Row::new("2-way", pool, Unit::Time, walls);
+        row.note = format!(
+            "a round of two {us} µs halves ({}); process CPU {} a round",
+            if matches!(*pool, "flock" | "rayon") {
+                "a join on a worker"
+            } else {
+                "two submits and a wait"
+            },
+            fmt_value(two_m.1, Unit::Time)
+        );
+        rows.push(row);
+        let cpus = tr
+            .iter()
+            .map(|x| secs(x.cpu) / TRICKLE_TASKS as f64)
+            .collect();
+        let mut row = Row::new("trickle", pool, Unit::Time, cpus);
+        row.note = format!(
+            "process CPU a task: one {TRICKLE_US} µs task every {} µs, {TRICKLE_TASKS} a run; wall {} a run",
+            TRICKLE_EVERY.as_micros(),
+            fmt_value(tr_m.0 * TRICKLE_TASKS as f64, Unit::Time)
+        );
+        rows.push(row);
+        eprintln!(
+            "  2-way/trickle {pool:<18} {} a round ({} CPU), {} CPU a task",
+            fmt_value(two_m.0, Unit::Time),
+            fmt_value(two_m.1, Unit::Time),
+            fmt_value(tr_m.1, Unit::Time)
+        );
+    }
+    // Issue 41's targets: on the 2-way rounds CPU and wall time both ≤ every peer's; on the
+    // trickle ≤ 30 µs of CPU a task (1.5× the useful work).
+    let [(f_wall, f_cpu), (_, f_task)] = medians[0];
+    let peers = &medians[1..];
+    let best_wall = peers.iter().map(|m| m[0].0).fold(f64::INFINITY, f64::min);
+    let best_cpu = peers.iter().map(|m| m[0].1).fold(f64::INFINITY, f64::min);
+    rows[0].verdict = verdict(
+        f_wall <= best_wall && f_cpu <= best_cpu,
+        format!(
+            "wall and CPU ≤ every peer's: wall {:.2}×, CPU {:.2}× the best peer's",
+            f_wall / best_wall,
+            f_cpu / best_cpu
+        ),
+    );
+    rows[1].verdict = verdict(
+        f_task <= 30e-6,
+        format!("≤30 µs CPU a task: {:.1} µs", f_task * 1e6),
+    );
+    let [(r_wall, _), (_, r_task)] = medians[1];
+    rows[0].scaling = Some(f_wall / r_wall);
+    rows[1].scaling = Some(f_task / r_task);
+    rows
+}
+
+/// `idle-burst` (issue 41): the CPU every thread but the caller's burns in the first second
+/// after one burst (the `burst` workload's: 100 tasks of about 2 µs), with the second second
+/// beside it: a pool's workers that just ran spin, park and (flock) issue the membarrier
+/// there, where `idle-cpu` sees them settled. Three runs, one pool.
+fn idle_burst_rows() -> Vec<Row> {
+    use common::peers::{ChannelPool, Runner, Threadpool, Tokio};
+    /// Three runs on `pool`: its row (the first seconds) and the second seconds' median.
+    fn one<R: Runner>(pool: R) -> (Row, f64) {
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let (a, b) = common::low_par::after_burst(&pool, BURST_TASKS, BURST_TASK_US);
+            first.push(a);
+            second.push(b);
+        }
+        let mut row = Row::new("idle-burst", pool.name(), Unit::CpuMsPerS, first);
+        drop(pool);
+        std::thread::sleep(Duration::from_millis(20));
+        let s = median(&second);
+        row.note = format!(
+            "first second after a burst of {BURST_TASKS} tasks; the second second {s:.4} ms/s"
+        );
+        eprintln!(
+            "  idle-burst   {:<20} {} (then {s:.4})",
+            row.pool,
+            fmt_value(row.median(), row.unit)
+        );
+        (row, s)
+    }
+    let measured = [
+        one(Flock::new()),
+        one(Rayon::new()),
+        one(Threadpool::new()),
+        one(Tokio::new()),
+        one(ChannelPool::new()),
+    ];
+    let flock_second = measured[0].1;
+    let mut rows: Vec<Row> = measured.into_iter().map(|(row, _)| row).collect();
+    let rayon = find(&rows, "rayon").median();
+    let flock = find_mut(&mut rows, "flock");
+    let got = flock.median();
+    flock.verdict = verdict(
+        got <= rayon && flock_second <= 0.05,
+        format!(
+            "first second ≤ rayon's, second ≤0.05 ms/s: {:.2}× rayon, then {flock_second:.4}",
+            got / rayon,
+        ),
+    );
+    flock.scaling = Some(got / rayon);
     rows
 }
 
@@ -1655,7 +1889,8 @@ fn svg(rows: &[Row], m: &Machine) -> String {
         .max(1.0);
     let y_of = |v: f64| bottom - (v.log10() - lo) / (hi - lo) * (bottom - top);
 
-    let idle: Vec<&Row> = rows.iter().filter(|r| r.unit == Unit::CpuMsPerS).collect();
+    // idle-cpu's rows alone (idle-burst's are in the table only).
+    let idle: Vec<&Row> = rows.iter().filter(|r| r.workload == "idle-cpu").collect();
     let lane_rows: Vec<&Row> = rows
         .iter()
         .filter(|r| r.workload.starts_with("lanes-"))
@@ -1854,15 +2089,33 @@ fn svg(rows: &[Row], m: &Machine) -> String {
     s
 }
 
-/// `--only W1,W2`: the subprocess workloads to run (of `c-submit`, `metrics-cost`,
-/// `cpp-reduce`), none of the others; the chart is not written then. `None`: everything.
+/// A workload's measuring function.
+type RowsOf = fn() -> Vec<Row>;
+
+/// The workloads `--only` may name that run in this process (`scripts/scaling.sh` runs
+/// them at each CPU count), with the function that measures each.
+const IN_PROCESS: [(&str, RowsOf); 8] = [
+    ("1u-1Mt", one_submitter_rows),
+    ("cpu-1us", cpu_rows),
+    ("fib-join", fib_rows),
+    ("qsort", qsort_rows),
+    ("idle-cpu", idle_rows),
+    ("idle-burst", idle_burst_rows),
+    ("low-par", low_par_rows),
+    ("burst", burst_rows),
+];
+
+/// `--only W1,W2`: the workloads to run, none of the others: the subprocess ones
+/// (`c-submit`, `metrics-cost`, `cpp-reduce`) and those of [`IN_PROCESS`]; the chart is not
+/// written then, and each flock row with a ratio for `scripts/scaling.sh` prints it on a
+/// line `scaling: WORKLOAD RATIO`. `None`: everything.
 fn only_arg() -> Option<Vec<String>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [] => None,
         [flag, list] if flag == "--only" => Some(list.split(',').map(str::to_string).collect()),
         _ => {
-            eprintln!("usage: bench_report [--only data-parallel | --only c-submit,metrics-cost,cpp-reduce]");
+            eprintln!("usage: bench_report [--only data-parallel | --only c-submit,metrics-cost,cpp-reduce,1u-1Mt,cpu-1us,fib-join,qsort,idle-cpu,idle-burst,low-par,burst]");
             std::process::exit(2);
         }
     }
@@ -1885,9 +2138,14 @@ fn main() {
         return;
     }
     let only = only_arg();
-    // The subprocess binaries are built before the clock and the CPU accounting start.
+    // The subprocess binaries are built before the clock and the CPU accounting start
+    // (not when `--only` names in-process workloads alone).
     let built = Instant::now();
-    let helpers = build_helpers();
+    let in_process = |w: &String| IN_PROCESS.iter().any(|(name, _)| name == w);
+    let helpers = match &only {
+        Some(only) if only.iter().all(in_process) => Helpers::default(),
+        _ => build_helpers(),
+    };
     let build_took = built.elapsed();
     for f in &helpers.failures {
         eprintln!("bench_report: build failed: {f}");
@@ -1911,6 +2169,8 @@ fn main() {
     rows.extend(burst_rows());
     rows.extend(wake_rows());
     rows.extend(idle); // after wake-latency, as numbered in docs/bench.md
+    rows.extend(idle_burst_rows());
+    rows.extend(low_par_rows());
     let mut skipped = helpers.failures.clone();
     for sub in [
         c_submit_rows(&helpers),
@@ -1963,6 +2223,10 @@ fn report_only(only: &[String], helpers: &Helpers, mut m: Machine) {
     let ticks_before = busy_ticks();
     let mut rows = Vec::new();
     for name in only {
+        if let Some((_, rows_of)) = IN_PROCESS.iter().find(|(w, _)| w == name) {
+            rows.extend(rows_of());
+            continue;
+        }
         let sub = match name.as_str() {
             "c-submit" => c_submit_rows(helpers),
             "metrics-cost" => metrics_cost_rows(helpers),
@@ -1980,4 +2244,12 @@ fn report_only(only: &[String], helpers: &Helpers, mut m: Machine) {
     // Ticks are 1/100 s (`getconf CLK_TCK`).
     m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
     print!("{}", markdown(&rows, &m, took));
+    // For scripts/scaling.sh: one line per workload with a flock ÷ rayon ratio.
+    for row in rows.iter().filter(|r| r.scaling.is_some()) {
+        println!(
+            "scaling: {} {:.3}",
+            row.workload,
+            row.scaling.expect("filtered")
+        );
+    }
 }

@@ -72,6 +72,24 @@
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
 //! every steal (the moonshot's `membarrier`, `docs/bench.md`) would add to each.
+//!
+//! `drain_probe join-events [--runs RUNS] W...`: what each `fib-join` join costs in events that may
+//! grow with the workers, on pools of each `W` workers (default 2 4 8 16; on a machine with
+//! fewer CPUs the pool is oversubscribed, which leaves the counts meaningful and the times
+//! not). `RUNS` (default 20) runs of `fib(FIB_N)` through `flock::Pool::join` after one warm-up
+//! run; from `Stats` (the `stats` feature): searches beyond the own deque (each checks the
+//! broadcast mailbox), steals, victims scanned, failed steals (searches
+//! that found nothing), local pushes that found a sleeper (`local_push_wake_checks`), park
+//! attempts (each a membarrier where the pool uses it), parks, wake-ups and read-modify-writes
+//! of the sleep state word. Then the same runs in a child process under
+//! `strace -f -e trace=futex,membarrier` for flock and for rayon (`rayon::join` in `install`):
+//! `FUTEX_WAIT` and `FUTEX_WAKE` calls and membarriers, counted between two markers (a
+//! `getppid` call each side of the runs), so pool start and shutdown are left out. strace
+//! slows every traced call, so its counts come from a perturbed schedule: compare them
+//! between pools and worker counts, not with the in-process ones. Each figure is per
+//! 1,000,000 joins. (Shared cache lines written are not counted: this guest has no hardware
+//! counters for `perf c2c`; the sleep word's writes and the steals, each a write to a line
+//! other workers read, stand in for them.)
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -806,6 +824,167 @@ fn clock() {
     println!("drain_probe clock: x86-64 only");
 }
 
+// ----- join-events: per-join event counts at several worker counts (issue 41) ----------
+
+/// A counter of a `Stats` snapshot.
+type StatOf = fn(&flock::Stats) -> u64;
+
+/// The `Stats` counters `join-events` reads, in its table's order.
+const JOIN_EVENTS: [(&str, StatOf); 10] = [
+    ("searches", |s| s.searches),
+    ("stolen", |s| s.stolen),
+    ("victims", |s| s.victims_scanned),
+    ("failed steals", |s| s.failed_steals),
+    ("push→sleeper", |s| s.local_push_wake_checks),
+    ("park tries", |s| s.park_attempts),
+    ("parks", |s| s.parks),
+    ("wake-ups", |s| s.wakeups),
+    ("sleep-word RMW", |s| s.sleep_word_writes),
+    ("local pushes", |s| s.local_pushes),
+];
+
+/// `drain_probe join-events [--runs RUNS] W...`: see the module doc.
+fn join_events(runs: usize, workers: &[usize]) {
+    use common::workloads::{fib_joins, FIB_N};
+    let per = 1e6 / (fib_joins(FIB_N) * runs) as f64;
+    println!(
+        "fib({FIB_N}) through join, {runs} runs after one warm-up, per 1,000,000 joins ({} joins a run); {} CPUs here",
+        fib_joins(FIB_N),
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
+    let mut head = String::from("| pool | W |");
+    for (name, _) in JOIN_EVENTS {
+        head += &format!(" {name} |");
+    }
+    head += " futex wait | futex wake | membarrier |";
+    println!("{head}");
+    println!("|{}", "---|".repeat(JOIN_EVENTS.len() + 5));
+    for &w in workers {
+        let counts = flock_join_counts(runs, w);
+        let mut line = format!("| flock | {w} |");
+        for c in counts {
+            line += &format!(" {:.1} |", c as f64 * per);
+        }
+        line += &strace_cells("flock", runs, w, per);
+        println!("{line}");
+        let mut line = format!("| rayon | {w} |");
+        line += &" – |".repeat(JOIN_EVENTS.len());
+        line += &strace_cells("rayon", runs, w, per);
+        println!("{line}");
+    }
+}
+
+/// The `JOIN_EVENTS` counters over `runs` runs of fib on a pool of `w` workers.
+fn flock_join_counts(runs: usize, w: usize) -> Vec<u64> {
+    let pool = flock::Pool::builder().workers(w).build().expect("flock");
+    let before = fib_runs_measured(&pool, runs);
+    let after = pool.stats();
+    JOIN_EVENTS
+        .iter()
+        .map(|(_, f)| f(&after) - f(&before))
+        .collect()
+}
+
+/// One warm-up run, then the stats, then `runs` runs: returns the stats taken between.
+fn fib_runs_measured(pool: &flock::Pool, runs: usize) -> flock::Stats {
+    use common::workloads::{time_fib_flock, FIB_N};
+    time_fib_flock(pool, FIB_N);
+    let before = pool.stats();
+    for _ in 0..runs {
+        time_fib_flock(pool, FIB_N);
+    }
+    before
+}
+
+/// ` wait | wake | membarrier |` cells from a child process running `runs` fib runs on
+/// `kind` with `w` workers under strace; `?` cells where strace is missing or fails.
+fn strace_cells(kind: &str, runs: usize, w: usize, per: f64) -> String {
+    let out = std::env::temp_dir().join(format!("join-events-{}-{kind}-{w}", std::process::id()));
+    let exe = std::env::current_exe().expect("current_exe");
+    let status = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=futex,membarrier,getppid", "-o"])
+        .arg(&out)
+        .arg(exe)
+        .args(["join-events-child", kind, &runs.to_string(), &w.to_string()])
+        .status();
+    let text = match status {
+        Ok(s) if s.success() => std::fs::read_to_string(&out).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let _ = std::fs::remove_file(&out);
+    match count_between_markers(&text) {
+        Some([wait, wake, mb]) => format!(
+            " {:.1} | {:.1} | {:.1} |",
+            wait as f64 * per,
+            wake as f64 * per,
+            mb as f64 * per
+        ),
+        None => " ? | ? | ? |".into(),
+    }
+}
+
+/// FUTEX_WAIT*, FUTEX_WAKE* and membarrier(PRIVATE_EXPEDITED) calls in an strace log,
+/// between the first two `getppid` lines. A call cut in two by another thread's line counts
+/// once, at its start.
+fn count_between_markers(log: &str) -> Option<[u64; 3]> {
+    let mut inside = None;
+    let mut counts = [0u64; 3];
+    for line in log.lines() {
+        if line.contains("getppid(") {
+            match inside {
+                None => inside = Some(()),
+                Some(()) => return Some(counts),
+            }
+            continue;
+        }
+        if inside.is_none() || line.contains("resumed>") {
+            continue;
+        }
+        if line.contains("FUTEX_WAIT") {
+            counts[0] += 1;
+        } else if line.contains("FUTEX_WAKE") {
+            counts[1] += 1;
+        } else if line.contains("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED,")
+            || line.contains("membarrier(0x8,")
+        {
+            counts[2] += 1;
+        }
+    }
+    None
+}
+
+/// The child of `strace_cells`: a pool of `w` workers of `kind`, one warm-up run, a
+/// `getppid` marker, `runs` runs, another marker.
+fn join_events_child(kind: &str, runs: usize, w: usize) {
+    use common::workloads::{time_fib_flock, time_fib_rayon, FIB_N};
+    // SAFETY: getppid has no preconditions and touches no memory of ours.
+    let marker = || unsafe { libc::getppid() };
+    match kind {
+        "flock" => {
+            let pool = flock::Pool::builder().workers(w).build().expect("flock");
+            time_fib_flock(&pool, FIB_N);
+            marker();
+            for _ in 0..runs {
+                time_fib_flock(&pool, FIB_N);
+            }
+            marker();
+        }
+        "rayon" => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(w)
+                .build()
+                .expect("rayon");
+            time_fib_rayon(&pool, FIB_N);
+            marker();
+            for _ in 0..runs {
+                time_fib_rayon(&pool, FIB_N);
+            }
+            marker();
+        }
+        other => panic!("join-events-child: no pool {other}"),
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
@@ -864,6 +1043,24 @@ fn main() {
         ),
         Some("wake") => wake(args.next().map_or(5, |r| r.parse().expect("rounds"))),
         Some("one-local") => one(args.next().map_or(2, |w| w.parse().expect("workers")), false),
-        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS]"),
+        Some("join-events") => {
+            let mut rest: Vec<String> = args.collect();
+            let runs = match rest.first().map(String::as_str) {
+                Some("--runs") => {
+                    let n = rest.get(1).expect("--runs N").parse().expect("runs");
+                    rest.drain(..2);
+                    n
+                }
+                _ => 20,
+            };
+            let w: Vec<usize> = rest.iter().map(|w| w.parse().expect("workers")).collect();
+            join_events(runs, if w.is_empty() { &[2, 4, 8, 16] } else { &w })
+        }
+        Some("join-events-child") => {
+            let kind = args.next().expect("flock|rayon");
+            let runs = args.next().expect("runs").parse().expect("runs");
+            join_events_child(&kind, runs, args.next().expect("w").parse().expect("workers"))
+        }
+        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W..."),
     }
 }

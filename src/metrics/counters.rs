@@ -49,8 +49,20 @@ pub(crate) enum Stat {
     ReserveRuns,
     /// Tasks refused because they named a lane the pool does not have.
     RejectedUnknownLane,
+    /// Other workers' deques looked at by `steal_from_others`.
+    VictimsScanned,
+    /// `steal_from_others` calls that found nothing.
+    FailedSteals,
+    /// Times a worker announced it was going to sleep (`Sleep::announce_parked`), parked
+    /// or not: each issues the membarrier where the pool uses it.
+    ParkAttempts,
+    /// Pushes onto a worker's own deques that found a sleeper (`Sleep::notify_local_work`).
+    LocalPushWakeChecks,
+    /// Looks for work beyond a worker's own deque (`find_work_beyond_own`), each starting
+    /// with the broadcast mailbox.
+    Searches,
 }
-const STATS: usize = 13;
+const STATS: usize = 18;
 
 /// Per-lane statistics, kept only when the pool has more than one lane (but `Claimed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -85,6 +85,25 @@ pub struct Stats {
     pub parks: u64,
     /// Times a parked worker woke up. *(stats)*
     pub wakeups: u64,
+    /// Times a worker out of work in its own deque looked further (its join deque, the
+    /// broadcast mailbox, the shared queues, then the other workers' deques): each pays the
+    /// mailbox check. *(stats)*
+    pub searches: u64,
+    /// Other workers' deques a worker out of local work looked at for a task to steal
+    /// (a diagnostic of the search: victims scanned per join or task). *(stats)*
+    pub victims_scanned: u64,
+    /// Searches of the other workers' deques that found nothing. *(stats)*
+    pub failed_steals: u64,
+    /// Times a worker announced it was going to sleep, whether it then parked or found work
+    /// in its last look: each issues the sleep protocol's membarrier where the pool uses it
+    /// ([`Pool::uses_membarrier`](crate::Pool::uses_membarrier)). *(stats)*
+    pub park_attempts: u64,
+    /// Read-modify-writes of the sleep protocol's shared state word (searching and sleeping
+    /// workers; see the protocol's README): a cache line every worker reads. *(stats)*
+    pub sleep_word_writes: u64,
+    /// Pushes onto a worker's own deque that found a sleeping worker and so took the fenced
+    /// path that may wake one. *(stats)*
+    pub local_push_wake_checks: u64,
     /// Tasks accepted and not yet ended (queued or running).
     pub in_flight: u64,
     /// Callers waiting for the pool to go quiet now: threads blocked in
@@ -349,6 +368,12 @@ impl Registry {
             local_pushes: stat(Stat::LocalPushes),
             parks: stat(Stat::Parks),
             wakeups: stat(Stat::Wakeups),
+            searches: stat(Stat::Searches),
+            victims_scanned: stat(Stat::VictimsScanned),
+            failed_steals: stat(Stat::FailedSteals),
+            park_attempts: stat(Stat::ParkAttempts),
+            sleep_word_writes: self.sleep.writes_so_far(),
+            local_push_wake_checks: stat(Stat::LocalPushWakeChecks),
             waiters: self.waiters(),
             in_flight,
             queued: lane_queued.iter().sum(),

@@ -28,6 +28,17 @@ pub(crate) struct Sleep {
     parkers: Box<[CachePadded<Parker>]>,
     /// The asymmetric barrier's pairing for this pool (`barrier.rs`).
     pub(crate) barrier: barrier::Barrier,
+    /// Writes of `state`, for `Stats` (nothing without the `stats` feature).
+    counts: CachePadded<SleepCounts>,
+}
+
+/// What `Stats::sleep_word_writes` reads: counted on a line of its own (not the state
+/// word's, whose sharing it would change), with a std atomic (statistics stay outside
+/// loom), and only with the `stats` feature.
+#[derive(Default)]
+struct SleepCounts {
+    /// Read-modify-writes of the state word.
+    writes: std::sync::atomic::AtomicU64,
 }
 
 impl Sleep {
@@ -41,6 +52,21 @@ impl Sleep {
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
             barrier: barrier::Barrier::new(membarrier),
+            counts: CachePadded::new(SleepCounts::default()),
+        }
+    }
+
+    /// Read-modify-writes of the state word so far (0 without the `stats` feature).
+    pub(crate) fn writes_so_far(&self) -> u64 {
+        self.counts
+            .writes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn count_write(&self) {
+        if cfg!(feature = "stats") {
+            let writes = &self.counts.writes;
+            writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -55,6 +81,7 @@ impl Sleep {
         // the promise that makes that safe is kept by the fence in
         // `transition_from_searching` / after `announce_parked`.
         self.state.fetch_add(SEARCHING_ONE, Ordering::Relaxed);
+        self.count_write();
         true
     }
 
@@ -63,6 +90,7 @@ impl Sleep {
     /// README.md.
     pub(crate) fn transition_from_searching(&self) -> bool {
         let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
+        self.count_write();
         let last = searching(prev) == 1;
         if last {
             // Pairs with F1 (`notify_new_work`): a submitter that saw us searching and woke
@@ -82,6 +110,7 @@ impl Sleep {
             SLEEPING_ONE
         };
         self.state.fetch_add(delta, Ordering::SeqCst);
+        self.count_write();
         drop(sleepers);
         // F2: pairs with F1 in `notify_new_work` and with the fence in
         // `transition_from_searching`; after it, either a submitter sees us sleeping or our
@@ -109,6 +138,7 @@ impl Sleep {
                 sleepers.swap_remove(pos);
                 self.state
                     .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+                self.count_write();
                 true
             }
             None => false,
@@ -171,6 +201,7 @@ impl Sleep {
             (SEARCHING_ONE * k).wrapping_sub(SLEEPING_ONE * k),
             Ordering::SeqCst,
         );
+        self.count_write();
         drop(sleepers);
         for index in woken {
             self.parkers[index].unpark();
@@ -179,16 +210,19 @@ impl Sleep {
 
     /// After a worker pushed onto its own deque (README.md, "Local pushes and the
     /// asymmetric barrier"): with nobody asleep, one load and no fence; otherwise the test
-    /// of `notify_new_work`, behind its F1.
+    /// of `notify_new_work`, behind its F1. Returns whether someone was asleep (the fenced
+    /// path was taken), for `Stats::local_push_wake_checks`.
     #[inline]
-    pub(crate) fn notify_local_work(&self) {
+    pub(crate) fn notify_local_work(&self) -> bool {
         // The light side: a compiler fence where parking workers issue a membarrier, else
         // a SeqCst fence. Either way this load sees `sleeping` of any worker whose re-check
         // could have missed our push.
         self.barrier.after_local_push();
         if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
             self.notify_local_work_cold();
+            return true;
         }
+        false
     }
 
     /// After a submitter pushed one job onto an injector, in a pool without a lane reserve:
@@ -256,6 +290,7 @@ impl Sleep {
         // As in `wake_one`: counted as a searcher from now on.
         self.state
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+        self.count_write();
         drop(sleepers);
         self.parkers[index].unpark();
     }
@@ -275,6 +310,7 @@ impl Sleep {
         // submitters skip waking (no herd).
         self.state
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+        self.count_write();
         drop(sleepers);
         self.parkers[index].unpark();
         true

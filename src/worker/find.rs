@@ -104,6 +104,7 @@ impl WorkerThread {
     /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
     #[inline(never)]
     fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
+        self.shard().stat_owned(Stat::Searches, 1);
         // Our join deque (see `pop_join_as_job`).
         if let Some(found) = self.pop_join_as_job() {
             return Some(found);
@@ -402,6 +403,7 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
+                self.shard().stat_owned(Stat::VictimsScanned, 1);
                 // Its join halves first: the oldest is the largest piece of a divide and
                 // conquer still unclaimed (rayon's thieves take it from the same end).
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
@@ -439,6 +441,7 @@ impl WorkerThread {
                 }
             }
             if !retry {
+                self.shard().stat_owned(Stat::FailedSteals, 1);
                 return None;
             }
             std::hint::spin_loop();

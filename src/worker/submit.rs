@@ -14,7 +14,7 @@ impl WorkerThread {
     pub(crate) fn push_local(&self, job: Job) {
         self.locals[self.lane.get()].push(job);
         self.shard().stat_owned(Stat::LocalPushes, 1);
-        self.registry.sleep.notify_local_work();
+        self.notify_local_work();
     }
 
     /// Whether `join` takes the two-word path through our join deque (`join.rs`): in a pool
@@ -31,7 +31,7 @@ impl WorkerThread {
     pub(crate) fn push_join(&self, job: JobRef) {
         self.joins.push(job);
         self.shard().stat_owned(Stat::LocalPushes, 1);
-        self.registry.sleep.notify_local_work();
+        self.notify_local_work();
     }
 
     /// Puts back an entry a waiting worker popped from our join deque and will not run (its
@@ -41,7 +41,7 @@ impl WorkerThread {
     #[cold]
     pub(crate) fn put_back_join(&self, job: JobRef) {
         self.joins.push(job);
-        self.registry.sleep.notify_local_work();
+        self.notify_local_work();
     }
 
     /// Whether a scope task spawned here takes the two-word path through our join deque
@@ -63,7 +63,7 @@ impl WorkerThread {
         shard.stat_owned(Stat::Submitted, 1);
         self.joins.push(job);
         shard.stat_owned(Stat::LocalPushes, 1);
-        self.registry.sleep.notify_local_work();
+        self.notify_local_work();
     }
 
     /// The most recent entry on our join deque, for the worker loop and the waiting loop,
@@ -101,7 +101,7 @@ impl WorkerThread {
         }
         self.locals[lane].push(job);
         shard.stat_owned(Stat::LocalPushes, 1);
-        reg.sleep.notify_local_work();
+        self.notify_local_work();
     }
 
     /// Many tasks submitted from inside the pool at once (`submit_batch`, `for_each`): one
@@ -128,7 +128,7 @@ impl WorkerThread {
             // may block until a task it yielded before has run (a channel, a lock), and with
             // one announcement at the end the other workers slept through the pushes (a lost
             // wake-up). The light side of the barrier, as for any local push.
-            reg.sleep.notify_local_work();
+            self.notify_local_work();
             n += 1;
         }
         shard.stat_owned(Stat::Submitted, n as u64);
@@ -143,6 +143,15 @@ impl WorkerThread {
             reg.sleep.notify_new_work_n(n);
         }
         n
+    }
+
+    /// After a push onto our own deques: the sleep protocol's light side
+    /// (`Sleep::notify_local_work`), counting the pushes that found a sleeper.
+    #[inline]
+    fn notify_local_work(&self) {
+        if self.registry.sleep.notify_local_work() {
+            self.shard().stat_owned(Stat::LocalPushWakeChecks, 1);
+        }
     }
 
     /// Pops the most recent job of our own deque of the running task's lane (used by `join`

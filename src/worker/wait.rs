@@ -153,6 +153,7 @@ impl WorkerThread {
             return searching; // set meanwhile: the loop's probe returns
         }
         self.shard().set_state(WorkerState::Parked);
+        self.shard().stat_owned(Stat::ParkAttempts, 1);
         sleep.announce_parked(self.index, searching);
         // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
         // wakes us; work pushed before our announcement is visible to the re-check.

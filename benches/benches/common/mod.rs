@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod lanes;
+pub mod low_par;
 pub mod peers;
 pub mod workloads;
 
