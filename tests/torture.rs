@@ -52,7 +52,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// A generous bound on one round (rounds run for ~0.1–0.4 s): only a hang passes it.
-const ROUND_DEADLINE: Duration = Duration::from_secs(90);
+const ROUND_DEADLINE: Duration = Duration::from_secs(45);
 /// Payload of the panics this test makes on purpose (tasks, wakers, handlers, thread names).
 const TASK_PANIC: &str = "torture: deliberate task panic";
 const WAKER_PANIC: &str = "torture: deliberate waker panic";
@@ -440,6 +440,8 @@ struct Round {
     name_armed: Arc<AtomicBool>,
     handler_calls: Arc<AtomicU64>,
     ops_run: AtomicU64,
+    /// What each driver is doing now (for the report of a hang).
+    doing: Mutex<Vec<String>>,
 }
 
 impl Round {
@@ -697,11 +699,12 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
                 }
             }
             round.log(format!("t{id}: own group of {} waits", recs.len()));
+            let waited = group.wait();
             let panicked = recs
                 .iter()
                 .filter(|r| r.panics && r.ran.load(SeqCst) == 1)
                 .count();
-            match group.wait() {
+            match waited {
                 Ok(()) if panicked == 0 => {}
                 Err(GroupError::Panicked(n)) if n == panicked => {}
                 other => round.fail(format!(
@@ -832,6 +835,8 @@ struct Driver {
     held: Vec<Held>,
     /// Tasks this driver put in the round's groups, not yet seen finished by a wait.
     group_recs: Vec<(usize, Arc<Rec>)>,
+    index: usize,
+    ops: u64,
 }
 
 impl Driver {
@@ -844,6 +849,8 @@ impl Driver {
             let Some(kind) = self.round.ops.draw(&mut self.rng) else {
                 break;
             };
+            self.round.doing.lock().unwrap()[self.index] = format!("{kind:?} (op {})", self.ops);
+            self.ops += 1;
             let r = catch_unwind(AssertUnwindSafe(|| self.op(kind)));
             self.round.ops_run.fetch_add(1, SeqCst);
             if let Err(p) = r {
@@ -852,6 +859,7 @@ impl Driver {
                     .fail(format!("{}: {kind:?} panicked: {msg}", self.name));
             }
         }
+        self.round.doing.lock().unwrap()[self.index] = "settling its handles".into();
         // Every handle still held: joined, cancelled, or dropped.
         while let Some(h) = self.held.pop() {
             let r = catch_unwind(AssertUnwindSafe(|| self.settle(h)));
@@ -861,6 +869,7 @@ impl Driver {
                     .fail(format!("{}: settling a handle panicked: {msg}", self.name));
             }
         }
+        self.round.doing.lock().unwrap()[self.index] = "done".into();
     }
 
     fn settle(&mut self, h: Held) {
@@ -1344,6 +1353,8 @@ fn run_round(round: Arc<Round>) {
                 name: format!("d{d}"),
                 held: Vec::new(),
                 group_recs: Vec::new(),
+                index: d,
+                ops: 0,
             };
             std::thread::Builder::new()
                 .name(format!("torture-driver-{d}"))
@@ -1593,12 +1604,13 @@ fn report(round: &Round, why: &str) -> String {
         .collect();
     let stats = round.pool().map(|p| format!("{:?}", p.stats()));
     format!(
-        "torture: round FAILED: {why}\n  seed {} (replay: FLOCK_TORTURE_SEED={})\n  config {:?}\n  ops {:?}\n  failures: {:#?}\n  unfinished tasks: {pending:?}\n  stats now: {stats:?}\n  last ops:\n    {}",
+        "torture: round FAILED: {why}\n  seed {} (replay: FLOCK_TORTURE_SEED={})\n  config {:?}\n  ops {:?}\n  failures: {:#?}\n  drivers doing: {:?}\n  unfinished tasks: {pending:?}\n  stats now: {stats:?}\n  last ops:\n    {}",
         round.seed,
         round.seed,
         round.cfg,
         round.ops.0,
         round.failures.lock().unwrap(),
+        round.doing.lock().unwrap(),
         tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    ")
     )
 }
@@ -1653,6 +1665,7 @@ fn torture() {
             name_armed: Arc::new(AtomicBool::new(false)),
             handler_calls: Arc::new(AtomicU64::new(0)),
             ops_run: AtomicU64::new(0),
+            doing: Mutex::new(vec![String::new(); 4]),
         });
         let (tx, rx) = mpsc::channel();
         let r = round.clone();
@@ -1681,7 +1694,12 @@ fn torture() {
         total_ops += round.ops_run.load(SeqCst);
         tasks += round.tracker.next.load(SeqCst);
     }
-    println!("torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed})");
+    // Outside the captured output, so that a passing run shows it did something.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed})"
+    );
     assert!(rounds > 0 && tasks > 0);
 }
 
