@@ -369,6 +369,8 @@ struct Config {
     bad_name: bool,
     drivers: usize,
     millis: u64,
+    /// A driver shuts the pool down two thirds into the round.
+    mid_shutdown: bool,
     end: End,
 }
 
@@ -408,6 +410,7 @@ impl Config {
             membarrier: rng.chance(2, 3),
             bad_name: ops.has(Kind::BadName) && max_workers > workers && rng.chance(1, 6),
             drivers: rng.range(2, 4),
+            mid_shutdown: ops.has(Kind::Shutdown) && rng.chance(1, 5),
             millis: 100 + rng.below(250),
             end: [
                 End::Shutdown,
@@ -837,6 +840,8 @@ struct Driver {
     group_recs: Vec<(usize, Arc<Rec>)>,
     index: usize,
     ops: u64,
+    /// Between its `pause` and `resume`.
+    pausing: bool,
 }
 
 impl Driver {
@@ -845,8 +850,17 @@ impl Driver {
     }
 
     fn run(mut self, deadline: Instant) {
+        let mut shut_at = (self.index == 0 && self.round.cfg.mid_shutdown)
+            .then(|| deadline - Duration::from_millis(self.round.cfg.millis / 3));
         while Instant::now() < deadline {
-            let Some(kind) = self.round.ops.draw(&mut self.rng) else {
+            let kind = match shut_at {
+                Some(at) if Instant::now() >= at => {
+                    shut_at = None;
+                    Some(Kind::Shutdown)
+                }
+                _ => self.round.ops.draw(&mut self.rng),
+            };
+            let Some(kind) = kind else {
                 break;
             };
             self.round.doing.lock().unwrap()[self.index] = format!("{kind:?} (op {})", self.ops);
@@ -959,7 +973,9 @@ impl Driver {
                                 rec.id
                             ));
                         }
-                        if self.rng.chance(1, 2) {
+                        // Not while this driver holds the pool paused: a task that started
+                        // may wait for one it spawned, which may wait for the resume.
+                        if self.pausing || self.rng.chance(1, 2) {
                             self.held.push(Held::Handle(h, rec));
                         } else {
                             check_join(&round, &rec, h.join(), "join after cancel");
@@ -1080,6 +1096,8 @@ impl Driver {
             Kind::Pause => {
                 round.log(format!("{name}: pause"));
                 pool.pause();
+                // Only operations that never wait for a task until the resume below.
+                self.pausing = true;
                 for _ in 0..self.rng.range(0, 3) {
                     match self.rng.below(4) {
                         0 if round.ops.has(Kind::Purge) => self.op(Kind::Purge),
@@ -1088,6 +1106,7 @@ impl Driver {
                         _ => std::thread::sleep(Duration::from_micros(self.rng.below(1000))),
                     }
                 }
+                self.pausing = false;
                 pool.resume();
                 round.log(format!("{name}: resume"));
             }
@@ -1126,14 +1145,22 @@ impl Driver {
                 }
             }
             Kind::Shutdown => {
-                if self.rng.chance(1, 3) {
-                    round.log(format!("{name}: shutdown mid-round"));
-                    round.shut.store(true, SeqCst);
-                    round.purges.fetch_add(1, SeqCst);
-                    let (r, _) = in_ctx(Ctx::Shutdown, || pool.shutdown_now().map(drop));
-                    if let Err(e) = r {
-                        round.fail(format!("shutdown_now from a driver: {e:?}"));
-                    }
+                // Once, while the other drivers go on (they meet refusals from here on).
+                let end = [End::Shutdown, End::ShutdownTimeout, End::ShutdownNow]
+                    [self.rng.below(3) as usize];
+                round.log(format!("{name}: {end:?} mid-round"));
+                round.shut.store(true, SeqCst);
+                round.purges.fetch_add(1, SeqCst);
+                let (r, _) = in_ctx(Ctx::Shutdown, || match end {
+                    End::ShutdownNow => pool.shutdown_now().map(drop),
+                    End::ShutdownTimeout => pool.shutdown_timeout(Duration::from_millis(1)),
+                    _ => pool.shutdown(),
+                });
+                round.log(format!("{name}: {end:?} mid-round: {r:?}"));
+                match r {
+                    Ok(()) | Err(WaitError::Timeout) if end == End::ShutdownTimeout => {}
+                    Ok(()) => {}
+                    Err(e) => round.fail(format!("{end:?} from a driver: {e:?}")),
                 }
             }
             Kind::Waker | Kind::Nested | Kind::BadName | Kind::Order | Kind::UnknownLane => {}
@@ -1157,8 +1184,14 @@ impl Driver {
                             t();
                         };
                         match (spawn, lane) {
-                            (true, Some(l)) => Ok(group.spawn_to(l, t)),
-                            (true, None) => Ok(group.spawn(t)),
+                            (true, Some(l)) => {
+                                group.spawn_to(l, t);
+                                Ok(())
+                            }
+                            (true, None) => {
+                                group.spawn(t);
+                                Ok(())
+                            }
                             (false, Some(l)) => group.submit_to(l, t),
                             (false, None) => group.submit(t),
                         }
@@ -1355,6 +1388,7 @@ fn run_round(round: Arc<Round>) {
                 group_recs: Vec::new(),
                 index: d,
                 ops: 0,
+                pausing: false,
             };
             std::thread::Builder::new()
                 .name(format!("torture-driver-{d}"))
