@@ -10,8 +10,10 @@
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
 //! shutdown variants. Tasks do more of the same inside them: joins, scopes with
 //! `Scope::spawn_fifo` beside `Pool::spawn_fifo`, groups, a handle joined, a pause around a
-//! scope, waits that must answer `WouldDeadlock`. The round ends with a random shutdown
-//! (`shutdown`, `shutdown_timeout`, `shutdown_now` or dropping the pool).
+//! scope, waits that must answer `WouldDeadlock`, and, on a `.fifo()` one-worker pool, a
+//! scope whose spawns must start oldest first. In one round in five a driver shuts the pool
+//! down two thirds of the way through while the others go on. The round ends with a random
+//! shutdown (`shutdown`, `shutdown_timeout`, `shutdown_now` or dropping the pool).
 //!
 //! Every closure carries a token that records, per task, whether it ran or was dropped and
 //! on which kind of call (refused, abandoned, cancelled, purged...). After the round:
@@ -19,11 +21,15 @@
 //! ran; `stats()` balances at quiescence (`submitted = completed + panicked + dropped`,
 //! nothing in flight, nothing queued) and after the shutdown; `dropped` is the tokens the
 //! pool dropped, `panicked` the tokens that panicked on purpose, and (with the `stats`
-//! feature) `rejected` the tokens refused. Each purge and cancel returns the count of the
-//! tokens it dropped on the calling thread; each join, scope, group wait and broadcast
-//! returns with its tasks finished. A per-round watchdog turns a hang into a failure (a
-//! generous deadline, never a speed check) and prints the seed, the configuration and the
-//! tail of the round's operation log.
+//! feature) `rejected` the tokens refused; each task group's waits reported exactly the
+//! panics of its tasks. Along the way: each purge and cancel returns the count of the tokens
+//! it dropped on the calling thread; each join and scope returns with its tasks run; a group
+//! wait returns with the waiting driver's tasks of the group finished; a handle's `join` or
+//! `.await` agrees with what its token saw; a broadcast makes one call per worker, each on
+//! that worker; waits and shutdowns from a task answer `WouldDeadlock`; no panic of a task,
+//! waker or hook reaches a caller. A per-round watchdog turns a hang into a failure (a
+//! generous deadline, never a speed check) and prints the seed, the configuration, what each
+//! driver was doing and the tail of the round's operation log.
 //!
 //! Knobs (environment):
 //! * `FLOCK_TORTURE_SEED=<u64>`: the first round's seed (each failure prints the seed of
@@ -656,27 +662,39 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
         1 | 2 if round.ops.has(Kind::Scope) => {
             // The case 1 pattern: Scope::spawn_fifo beside Pool::spawn_fifo.
             let fifo_scope = rng.chance(1, 2);
-            round.log(format!("t{id}: scope (fifo scope {fifo_scope})"));
             let mut recs = Vec::new();
+            let mut how = Vec::new();
             let body = |s: &flock::Scope<'_>| {
                 for _ in 0..rng.range(1, 4) {
                     let t = round.task(TaskKind::MustRun, depth, rng);
                     recs.push(last_rec());
-                    match rng.below(3) {
-                        0 => s.spawn(move |_| {
+                    let fifo = round.ops.has(Kind::Fifo) && rng.chance(2, 3);
+                    how.push(format!(
+                        "{} {}",
+                        last_rec().id,
+                        if fifo {
+                            "Scope::spawn_fifo"
+                        } else {
+                            "Scope::spawn"
+                        }
+                    ));
+                    if fifo {
+                        s.spawn_fifo(move |_| {
                             t();
-                        }),
-                        _ if round.ops.has(Kind::Fifo) => s.spawn_fifo(move |_| {
+                        });
+                    } else {
+                        s.spawn(move |_| {
                             t();
-                        }),
-                        _ => s.spawn(move |_| {
-                            t();
-                        }),
+                        });
                     }
                     if round.ops.has(Kind::Fifo) && rng.chance(1, 2) {
                         drop(pool.spawn_fifo(round.task(TaskKind::Loose, depth, rng)));
+                        how.push(format!("{} Pool::spawn_fifo", last_rec().id));
                     }
                 }
+                round.log(format!(
+                    "t{id}: scope (fifo scope {fifo_scope}) spawned {how:?}, waits"
+                ));
             };
             if fifo_scope {
                 pool.scope_fifo(body);
@@ -765,7 +783,9 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
             }
             pool.resume();
         }
-        7 => {
+        // A scope task or join half run on its caller after a shutdown is not the pool's
+        // (`Scope::spawn`'s docs): it may wait for the pool.
+        7 if !(me.rec.kind == TaskKind::MustRun && !on_worker && pool.is_shutdown()) => {
             let w = pool.wait();
             let f = pool.wait_for(Duration::from_millis(1));
             let s = pool.shutdown();
@@ -774,7 +794,8 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
                 || s != Err(WaitError::WouldDeadlock)
             {
                 round.fail(format!(
-                    "t{id}: wait/wait_for/shutdown from a task gave {w:?} {f:?} {s:?}"
+                    "t{id} ({:?}, on a worker: {on_worker}): wait/wait_for/shutdown from a task gave {w:?} {f:?} {s:?}",
+                    me.rec.kind
                 ));
             }
         }
