@@ -688,7 +688,9 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
                         });
                     }
                     if round.ops.has(Kind::Fifo) && rng.chance(1, 2) {
-                        drop(pool.spawn_fifo(round.task(TaskKind::Loose, depth, rng)));
+                        let t = round.task(TaskKind::Loose, depth, rng);
+                        // Refused (and dropped) here when this scope runs off the workers.
+                        drop(in_ctx(Ctx::Admission, || pool.spawn_fifo(t)));
                         how.push(format!("{} Pool::spawn_fifo", last_rec().id));
                     }
                 }
