@@ -3,7 +3,8 @@
 //!
 //! Each round builds a pool with a random configuration (1–4 workers, `max_workers`, capacity
 //! and backpressure policy, FIFO or not, lanes or not, latency tracking or not, a panic
-//! handler that sometimes panics), then its driver threads draw operations for a while:
+//! handler and worker hooks that sometimes panic, a stop hook that submits a task), then its
+//! driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
 //! wait, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
 //! pause/resume, resize, broadcast, async admission (`submit_async` / `spawn_async`, and
@@ -22,7 +23,7 @@
 //! nothing in flight, nothing queued) and after the shutdown; `dropped` is the tokens the
 //! pool dropped, `panicked` the tokens that panicked on purpose, and (with the `stats`
 //! feature) `rejected` the tokens refused; each task group's waits reported exactly the
-//! panics of its tasks. Along the way: each purge and cancel returns the count of the tokens
+//! panics of its tasks; every worker thread that ran its start hook ran its stop hook. Along the way: each purge and cancel returns the count of the tokens
 //! it dropped on the calling thread; each join and scope returns with its tasks run; a group
 //! wait returns with the waiting driver's tasks of the group finished; a handle's `join` or
 //! `.await` agrees with what its token saw; a broadcast makes one call per worker, each on
@@ -41,7 +42,8 @@
 //!   submit, spawn, join, scope, fifo, batch, group, cancel, purge, pause, resize,
 //!   broadcast, async, waker (panicking wakers), wait, shutdown, nested (operations inside
 //!   tasks), badname (a `thread_name` that panics for the last slot), order (FIFO order of a
-//!   `.fifo()` one-worker pool's scope), unknownlane (submits naming a lane the pool lacks).
+//!   `.fifo()` one-worker pool's scope), unknownlane (submits naming a lane the pool lacks),
+//!   hooks (`on_worker_start` / `on_worker_stop`).
 
 use flock::{
     Backpressure, GroupError, JoinError, JoinHandle, Pool, RejectReason, TaskGroup, WaitError,
@@ -64,6 +66,7 @@ const TASK_PANIC: &str = "torture: deliberate task panic";
 const WAKER_PANIC: &str = "torture: deliberate waker panic";
 const HANDLER_PANIC: &str = "torture: deliberate panic-handler panic";
 const NAME_PANIC: &str = "torture: deliberate thread_name panic";
+const HOOK_PANIC: &str = "torture: deliberate worker hook panic";
 
 // ---------------------------------------------------------------------------------------
 // Seedable PRNG (splitmix64)
@@ -119,6 +122,7 @@ enum Kind {
     BadName,
     Order,
     UnknownLane,
+    Hooks,
 }
 
 const KINDS: &[(Kind, &str, u64)] = &[
@@ -142,6 +146,7 @@ const KINDS: &[(Kind, &str, u64)] = &[
     (Kind::BadName, "badname", 0),
     (Kind::Order, "order", 0),
     (Kind::UnknownLane, "unknownlane", 0),
+    (Kind::Hooks, "hooks", 0),
 ];
 
 #[derive(Clone, Debug)]
@@ -377,6 +382,9 @@ struct Config {
     millis: u64,
     /// A driver shuts the pool down two thirds into the round.
     mid_shutdown: bool,
+    /// `on_worker_start` / `on_worker_stop` hooks (counting, sometimes panicking; the stop
+    /// hook sometimes submits a task).
+    hooks: bool,
     end: End,
 }
 
@@ -417,6 +425,7 @@ impl Config {
             bad_name: ops.has(Kind::BadName) && max_workers > workers && rng.chance(1, 6),
             drivers: rng.range(2, 4),
             mid_shutdown: ops.has(Kind::Shutdown) && rng.chance(1, 5),
+            hooks: ops.has(Kind::Hooks) && rng.chance(1, 2),
             millis: 100 + rng.below(250),
             end: [
                 End::Shutdown,
@@ -451,6 +460,9 @@ struct Round {
     ops_run: AtomicU64,
     /// What each driver is doing now (for the report of a hang).
     doing: Mutex<Vec<String>>,
+    /// Calls of the worker hooks.
+    starts: AtomicU64,
+    stops: AtomicU64,
 }
 
 impl Round {
@@ -1186,7 +1198,12 @@ impl Driver {
                     Err(e) => round.fail(format!("{end:?} from a driver: {e:?}")),
                 }
             }
-            Kind::Waker | Kind::Nested | Kind::BadName | Kind::Order | Kind::UnknownLane => {}
+            Kind::Waker
+            | Kind::Nested
+            | Kind::BadName
+            | Kind::Order
+            | Kind::UnknownLane
+            | Kind::Hooks => {}
         }
     }
 
@@ -1384,6 +1401,44 @@ fn build(round: &Arc<Round>) -> Pool {
         }
         format!("flock-torture-{i}")
     });
+    if cfg.hooks {
+        // Weak: the pool's registry holds its hooks, and the round holds the registry (its
+        // task groups).
+        let r = Arc::downgrade(round);
+        b = b.on_worker_start(move |_| {
+            let Some(r) = r.upgrade() else { return };
+            if r.starts.fetch_add(1, SeqCst) % 7 == 6 {
+                std::panic::panic_any(HOOK_PANIC);
+            }
+        });
+        let r = Arc::downgrade(round);
+        b = b.on_worker_stop(move |i| {
+            let Some(r) = r.upgrade() else { return };
+            let n = r.stops.fetch_add(1, SeqCst);
+            if n % 3 == 0 {
+                // A task submitted from the stop hook, onto this worker's queue: it runs
+                // before the thread exits (also during a shutdown).
+                if let Some(pool) = r.pool() {
+                    let t = r.task(TaskKind::Loose, 1, &mut Rng(r.seed ^ n));
+                    r.log(format!(
+                        "stop hook of worker {i}: submits {}",
+                        last_rec().id
+                    ));
+                    let (res, _) = in_ctx(Ctx::Admission, || {
+                        pool.submit(move || {
+                            t();
+                        })
+                    });
+                    if let Err(e) = res {
+                        in_ctx(Ctx::Refused, || drop(e.into_inner()));
+                    }
+                }
+            }
+            if n % 5 == 4 {
+                std::panic::panic_any(HOOK_PANIC);
+            }
+        });
+    }
     b.build().expect("a valid configuration")
 }
 
@@ -1545,6 +1600,7 @@ fn end_round(round: &Round, pool: Arc<Pool>) {
                 match Arc::try_unwrap(pool) {
                     Ok(p) => {
                         drop(p);
+                        hooks_balance(round);
                         return;
                     }
                     Err(p) => {
@@ -1576,6 +1632,17 @@ fn end_round(round: &Round, pool: Arc<Pool>) {
         round.fail(format!(
             "after the shutdown, worker {} is {:?}",
             w.index, w.state
+        ));
+    }
+    hooks_balance(round);
+}
+
+/// Once every worker thread has exited: each that started stopped.
+fn hooks_balance(round: &Round) {
+    let (starts, stops) = (round.starts.load(SeqCst), round.stops.load(SeqCst));
+    if round.cfg.hooks && (starts != stops || starts < round.cfg.workers as u64) {
+        round.fail(format!(
+            "on_worker_start ran {starts} times, on_worker_stop {stops}"
         ));
     }
 }
@@ -1723,6 +1790,8 @@ fn torture() {
             handler_calls: Arc::new(AtomicU64::new(0)),
             ops_run: AtomicU64::new(0),
             doing: Mutex::new(vec![String::new(); 4]),
+            starts: AtomicU64::new(0),
+            stops: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel();
         let r = round.clone();
