@@ -880,6 +880,8 @@ struct Driver {
     ops: u64,
     /// Between its `pause` and `resume`.
     pausing: bool,
+    /// `Round::resumes` just before its `pause`.
+    pause_epoch: u64,
 }
 
 impl Driver {
@@ -1133,6 +1135,8 @@ impl Driver {
             }
             Kind::Pause => {
                 round.log(format!("{name}: pause"));
+                // Read before the pause: a resume by anyone after it shows as a change.
+                self.pause_epoch = round.resumes.load(SeqCst);
                 pool.pause();
                 // Only operations that never wait for a task until the resume below.
                 self.pausing = true;
@@ -1222,7 +1226,7 @@ impl Driver {
         if round.cfg.policy != Backpressure::Reject || round.cfg.lanes.is_some() {
             return;
         }
-        let resumes = round.resumes.load(SeqCst);
+        let resumes = self.pause_epoch;
         let g = round.pick_group(&mut self.rng);
         let t = round.task(TaskKind::Group(g), 0, &mut self.rng);
         let rec = last_rec();
@@ -1516,6 +1520,7 @@ fn run_round(round: Arc<Round>) {
                 index: d,
                 ops: 0,
                 pausing: false,
+                pause_epoch: 0,
             };
             std::thread::Builder::new()
                 .name(format!("torture-driver-{d}"))
