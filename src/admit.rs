@@ -120,6 +120,15 @@ impl Waiting<'_> {
         }
     }
 
+    /// The lane asked for. A name the pool does not have is refused, and counted as
+    /// `submit_to`'s refusal is (`Stats::rejected_unknown_lane`).
+    fn resolved_lane(&self) -> Result<Option<usize>, RejectReason> {
+        self.lane.map_err(|()| {
+            self.registry.count_refused(RejectReason::UnknownLane, 1);
+            RejectReason::UnknownLane
+        })
+    }
+
     /// No longer waiting: our waker, if a wake has not taken it, leaves the list (so that
     /// `wake_all` does not wake a future that is done).
     fn leave(&mut self) {
@@ -246,8 +255,9 @@ where
             .task
             .take()
             .expect("flock: SubmitAsync polled after Ready");
-        let Ok(lane) = this.waiting.lane else {
-            return Poll::Ready(Err(SubmitError::new(task, RejectReason::UnknownLane)));
+        let lane = match this.waiting.resolved_lane() {
+            Ok(lane) => lane,
+            Err(reason) => return Poll::Ready(Err(SubmitError::new(task, reason))),
         };
         let task = match on_own_worker(reg, lane, task, |task, _| (fire_and_forget(task), ())) {
             Ok(()) => return Poll::Ready(Ok(())),
@@ -283,8 +293,9 @@ where
             .task
             .take()
             .expect("flock: SpawnAsync polled after Ready");
-        let Ok(lane) = this.waiting.lane else {
-            return Poll::Ready(JoinHandle::refused(reg, RejectReason::UnknownLane));
+        let lane = match this.waiting.resolved_lane() {
+            Ok(lane) => lane,
+            Err(reason) => return Poll::Ready(JoinHandle::refused(reg, reason)),
         };
         let task = match on_own_worker(reg, lane, task, |task, lane| spawn_job(reg, lane, task)) {
             Ok(handle) => return Poll::Ready(handle),

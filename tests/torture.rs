@@ -1891,7 +1891,6 @@ fn torture() {
 /// counted in `Stats::rejected` / `rejected_unknown_lane` (whose docs count every task
 /// refused for naming an unknown lane).
 #[test]
-#[ignore = "issue 37 follow-up: async admission to an unknown lane is not counted in Stats::rejected_unknown_lane"]
 fn async_admission_to_an_unknown_lane_is_counted_refused() {
     let pool = Pool::builder()
         .workers(1)
