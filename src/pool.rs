@@ -793,7 +793,8 @@ impl Pool {
     }
 
     /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
-    /// `join` or `scope` still run), queued ones wait; submissions still queue, within
+    /// `join` or `scope` still run, also when [`purge`](Pool::purge) or a shrink
+    /// ([`resize`](Pool::resize)) moved them out of a worker's deque), queued ones wait; submissions still queue, within
     /// capacity. Idle workers park; no task submitted from outside the pool after `pause`
     /// returned starts before [`resume`](Pool::resume) (tasks already started run to their
     /// end, and tasks they spawn may still start: a `join` or `scope` may wait for them). [`wait`](Pool::wait) returns [`WaitError::Paused`] rather
@@ -842,8 +843,9 @@ impl Pool {
     /// [`TaskGroup`](crate::TaskGroup) no longer waits for it, and [`wait`](Pool::wait) sees
     /// it finished. Tasks already running go on, and so do the queued jobs someone is
     /// blocked on (the halves of [`join`](Pool::join), the tasks of a [`scope`](Pool::scope)):
-    /// those go back to the shared queue (while the pool is paused they wait for `resume`,
-    /// as any queued work). Tasks submitted concurrently may or may not be dropped. A
+    /// those go back to their lane's shared queue, where a `join` or `scope` waiting for them
+    /// in a paused pool still runs them (the tasks of a scope opened outside the pool wait
+    /// for `resume` there, as any queued work from outside). Tasks submitted concurrently may or may not be dropped. A
     /// destructor that panics is caught and its payload dropped. A dropped task stays
     /// outstanding until its destructor has returned, so from a destructor run here
     /// [`wait`](Pool::wait), [`wait_for`](Pool::wait_for) and the shutdowns of this pool

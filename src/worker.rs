@@ -551,30 +551,27 @@ impl WorkerThread {
             }
         }
         self.holding.set(0);
-        let mut moved = 0;
+        let mut moved = Vec::new();
         // Jobs we keep from a pause go to their lanes' shared queues: a retiring worker does
         // not wait for the resume (a `resize` that grows the pool waits for it). There a
         // worker may take later jobs of its submitter before it: "FIFO within a lane" does
         // not hold across a shrink that meets a pause (README).
-        while let Some((job, lane)) = self.take_kept() {
-            reg.lanes[lane].shared.push(job);
-            moved += 1;
+        while let Some(kept) = self.take_kept() {
+            moved.push(kept);
         }
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
-                reg.lanes[lane].shared.push(job);
-                moved += 1;
+                moved.push((job, lane));
             }
         }
         // Scope tasks our last task spawned (join halves there are none: no join is on our
         // stack). Join deques exist in one-lane pools only.
         while let Some(job) = self.joins.pop() {
-            reg.lanes[0].shared.push(job.into_job());
-            moved += 1;
+            moved.push((job.into_job(), 0));
         }
-        if moved > 0 {
-            reg.sleep.notify_new_work_n(moved);
-        }
+        // Those from outside to the injectors, spawned ones apart, where a task waiting for
+        // one in a paused pool finds it (`Registry::hand_back`).
+        reg.hand_back(moved);
         // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
         // task we finished last may have been the one they wait for; loom found that a
         // retiring worker skipping this left `wait` asleep forever).
