@@ -255,25 +255,20 @@ pub(crate) fn run(
                 Exit::Shutdown => break,
                 Exit::Retire if reg.confirm_retire(index) => {
                     retired = true;
-                    worker.hand_over_work();
-                    // A graceful shutdown may be waiting for the task we just finished: a
-                    // worker that woke for it and still saw that task outstanding parked
-                    // again, and only a worker that sees `may_exit` wakes the others (in
-                    // `park`, after F2). We leave without parking, so we look here, after
-                    // `go_idle`'s SeqCst fence: either we see the flag and nothing
-                    // outstanding and wake everyone, or a parking worker's check after its
-                    // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
-                    // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks
-                    // without this).
-                    if reg.may_exit() {
-                        reg.sleep.wake_all();
-                    }
+                    worker.retire();
                     break;
                 }
                 // The pool grew back before we left: carry on.
                 Exit::Retire => {}
             }
         }
+        guard.disarm();
+    } else {
+        // A broadcast may have picked our slot since `take_slot` marked it running: closed
+        // to broadcasts now, we run what the mailbox holds, as this slot's worker.
+        reg.close_slot(index);
+        let guard = AbortIfPanic("the worker loop");
+        worker.retire();
         guard.disarm();
     }
     // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
@@ -531,6 +526,23 @@ impl WorkerThread {
             if reg.may_exit() {
                 reg.sleep.wake_all();
             }
+        }
+    }
+
+    /// Leaves the loop for good, our slot marked retiring (no broadcast picks it now): runs
+    /// the broadcast calls for us and hands our work over (`hand_over_work`).
+    fn retire(&self) {
+        self.hand_over_work();
+        // A graceful shutdown may be waiting for the task we just finished: a worker that
+        // woke for it and still saw that task outstanding parked again, and only a worker
+        // that sees `may_exit` wakes the others (in `park`, after F2). We leave without
+        // parking, so we look here, after `go_idle`'s SeqCst fence: either we see the flag
+        // and nothing outstanding and wake everyone, or a parking worker's check after its
+        // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
+        // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks without this).
+        let reg = &*self.registry;
+        if reg.may_exit() {
+            reg.sleep.wake_all();
         }
     }
 
