@@ -57,10 +57,12 @@ pub(crate) struct SharedQueue {
     injector: Injector<Job>,
     /// Spawned jobs handed back (see the module docs).
     spawned: Injector<Job>,
-    /// An upper bound on `spawned`'s length, raised before each push there and lowered after
-    /// each take: what every look at the lane reads first. One load, where the injector's
-    /// `is_empty` is two; and under loom a load of a word most models never write, which
-    /// adds no interleavings to them (the model injector's `is_empty` takes its lock).
+    /// How many jobs of `spawned` are unclaimed: raised after each push there, lowered by a
+    /// taker before it steals one (`steal_spawned`), so never above what the queue holds and
+    /// a claimed job is always there. What every look at the lane reads first: one load,
+    /// where the injector's `is_empty` is two, and under loom a load of a word most models
+    /// never write, which adds no interleavings to them (the model injector's `is_empty`
+    /// takes its lock).
     spawned_len: AtomicUsize,
     submitters: Box<[Held<SubmitterQueue>]>,
     /// How many of `submitters` were ever claimed (a prefix grows: claims take the first
@@ -97,10 +99,12 @@ impl SharedQueue {
             self.injector.push(job);
             false
         } else {
-            // Before the push, so the count is never below the queue's length. The hand-back's
-            // wake orders both before a parking worker's re-check (`Registry::hand_back`).
-            self.spawned_len.fetch_add(1, Ordering::Relaxed);
             self.spawned.push(job);
+            // After the push, so the count never exceeds the queue. Release: pairs with the
+            // Acquire of the claim in `steal_spawned`, whose steal then finds the job. The
+            // hand-back's `wake_all` orders this before a parking worker's re-check
+            // (`Registry::hand_back`).
+            self.spawned_len.fetch_add(1, Ordering::Release);
             true
         }
     }
@@ -273,18 +277,29 @@ impl SharedQueue {
     /// take here while the pool is paused.
     #[inline]
     pub(crate) fn steal_spawned(&self) -> Option<Job> {
-        if self.has_no_spawned() {
-            return None;
+        // Claim one: after a claim the steal cannot come back empty, so no caller spins on a
+        // count ahead of the queue.
+        let mut unclaimed = self.spawned_len.load(Ordering::Relaxed);
+        loop {
+            if unclaimed == 0 {
+                return None;
+            }
+            // Acquire: pairs with the Release raise in `push`: the job is in the queue.
+            match self.spawned_len.compare_exchange_weak(
+                unclaimed,
+                unclaimed - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => unclaimed = now,
+            }
         }
         loop {
             match self.spawned.steal() {
-                Steal::Success(job) => {
-                    self.spawned_len.fetch_sub(1, Ordering::Relaxed);
-                    return Some(job);
-                }
-                // Counted, not pushed yet (or taken by another): the count said maybe.
-                Steal::Empty => return None,
+                Steal::Success(job) => return Some(job),
                 Steal::Retry => std::hint::spin_loop(),
+                Steal::Empty => unreachable!("flock: a claimed spawned job is not queued"),
             }
         }
     }
