@@ -814,6 +814,37 @@ fn loom_broadcast_reaches_a_parking_worker() {
     });
 }
 
+/// `purge` racing a task that paused the pool and waits in a scope for the task it spawned
+/// (one worker, latency tracking on, so scope tasks go to the lane deque that purge drains):
+/// purge may take that task out of the deque and put it back, spawned work, where the
+/// waiting worker must still find it while the pool is paused. Before spawned jobs had
+/// their own part of the lane's queue, the waiter parked until a `resume` that never came
+/// (tests/pause.rs found it).
+#[test]
+fn loom_purge_puts_back_what_a_paused_scope_waits_for() {
+    model("loom_purge_puts_back_what_a_paused_scope_waits_for", || {
+        let pool = Arc::new(builder(1).track_latency(true).build().expect("pool"));
+        let p = pool.clone();
+        let purger = loom::thread::spawn(move || {
+            p.purge();
+        });
+        let ran = counter();
+        let r = ran.clone();
+        pool.install(|| {
+            pool.scope(|s| {
+                s.spawn(move |_| {
+                    r.fetch_add(1, Ordering::SeqCst);
+                });
+                pool.pause();
+            });
+            pool.resume();
+        });
+        purger.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
 /// A task group's last task racing its waiter's park, one worker: the main thread (not a
 /// worker) and the worker itself (inside a task, waiting on an inner group, so it must run
 /// the inner task it waits for) both wait. The count's zero reaching the waiter through the
