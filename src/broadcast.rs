@@ -2,8 +2,9 @@
 //! per-thread buffers.
 //!
 //! Each worker slot has a [`Mailbox`]: jobs for that worker only, never stolen. The caller
-//! picks the slots that have a thread (under the `slots` lock, so a slot that has begun to
-//! retire is not picked and one picked cannot leave without running its job), enters one
+//! picks the slots whose thread runs (`Running`, under the `slots` lock: a slot still
+//! starting is not picked, since its thread may never come, nor one that has begun to
+//! retire, and one picked cannot leave without running its job on that thread), enters one
 //! counted task per slot (so no worker exits for shutdown while one is outstanding), puts a
 //! job in each mailbox, and wakes each worker with `Sleep::wake_specific`. A worker looks in
 //! its mailbox first whenever it looks for work (`find_work`, also while waiting inside a
@@ -154,9 +155,13 @@ impl Pool {
     /// per-thread teardown. As rayon's `ThreadPool::broadcast`. A panic in `f` is re-raised
     /// here after every call has finished.
     ///
-    /// "Every worker" is every worker thread the pool has when the call begins: a worker that
-    /// retires meanwhile ([`resize`](Pool::resize)) runs its call before it leaves; one started
-    /// meanwhile is not included. A worker runs its call between tasks, or while it waits
+    /// "Every worker" is every worker thread running in its slot when the call begins: a
+    /// worker that retires meanwhile ([`resize`](Pool::resize)) runs its call before it
+    /// leaves; a slot whose thread is still starting (a grow in progress, which may yet fail)
+    /// or has begun to retire is not called, nor is one started meanwhile. The call for index
+    /// `i` runs on the thread that holds index `i` while it runs
+    /// (`current_worker_index() == Some(i)`), never on a thread that left the slot or on
+    /// the caller. A worker runs its call between tasks, or while it waits
     /// inside a task (`join`, `scope`), once it has run the tasks queued on its own deque
     /// (those its tasks spawned; as rayon's): so the call waits for workers busy with long tasks, and
     /// for a worker blocked outside flock (on a channel, a lock) until it unblocks. Nothing
@@ -192,8 +197,10 @@ impl Pool {
             panic: Mutex::new(None),
         };
         let slots = reg.slots.lock();
+        // `Running` only: the slot's thread holds its index and runs its mailbox before it
+        // leaves (`Starting` has no such thread yet, and may never get one).
         let picked: Vec<usize> = (0..slots.state.len())
-            .filter(|&i| matches!(slots.state[i], SlotState::Running | SlotState::Starting))
+            .filter(|&i| slots.state[i] == SlotState::Running)
             .collect();
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no

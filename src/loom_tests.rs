@@ -886,6 +886,87 @@ fn loom_broadcast_reaches_a_parking_worker() {
     });
 }
 
+/// `purge` racing a task that paused the pool and waits in a scope for the task it spawned
+/// (one worker, latency tracking on, so scope tasks go to the lane deque that purge drains):
+/// purge may take that task out of the deque and put it back, spawned work, where the
+/// waiting worker must still find it while the pool is paused. Before spawned jobs had
+/// their own part of the lane's queue, the waiter parked until a `resume` that never came
+/// (tests/pause.rs found it).
+#[test]
+fn loom_purge_puts_back_what_a_paused_scope_waits_for() {
+    model("loom_purge_puts_back_what_a_paused_scope_waits_for", || {
+        let pool = Arc::new(builder(1).track_latency(true).build().expect("pool"));
+        let p = pool.clone();
+        let purger = loom::thread::spawn(move || {
+            p.purge();
+        });
+        let ran = counter();
+        let r = ran.clone();
+        pool.install(|| {
+            pool.scope(|s| {
+                s.spawn(move |_| {
+                    r.fetch_add(1, Ordering::SeqCst);
+                });
+                pool.pause();
+            });
+            pool.resume();
+        });
+        purger.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        pool.shutdown().unwrap();
+    });
+}
+
+/// The payload of the name callback's panic in `loom_broadcast_racing_a_grow_that_fails`.
+const NO_THREAD: &str = "flock loom: no thread for worker 1";
+
+/// Leaves out of the panic output the expected panics whose payload is `quiet` (one per
+/// execution of a model would flood the log); every other panic is reported as before.
+fn quiet_panic(quiet: &'static str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() != Some(&quiet) {
+                report(info);
+            }
+        }));
+    });
+}
+
+/// `Pool::broadcast` racing a grow whose new thread never starts (its name callback panics,
+/// as when the OS refuses a thread): the broadcast must not address that slot, or it waits
+/// for a call nobody runs, and so does the shutdown, which waits for the counted call. It
+/// returns the one call of worker 0, and the pool shuts down.
+#[test]
+fn loom_broadcast_racing_a_grow_that_fails() {
+    quiet_panic(NO_THREAD);
+    model("loom_broadcast_racing_a_grow_that_fails", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .spin_limit(0)
+                .thread_name(|index| {
+                    if index != 0 {
+                        std::panic::panic_any(NO_THREAD);
+                    }
+                    "w0".to_owned()
+                })
+                .build()
+                .expect("pool"),
+        );
+        let p = pool.clone();
+        let broadcaster = loom::thread::spawn(move || p.broadcast(|index| index));
+        assert!(matches!(
+            pool.resize(2),
+            Err(crate::ResizeError::ThreadNamePanicked { worker: 1, .. })
+        ));
+        assert_eq!(broadcaster.join().unwrap(), [0]);
+        pool.shutdown().unwrap();
+    });
+}
+
 /// A task group's last task racing its waiter's park, one worker: the main thread (not a
 /// worker) and the worker itself (inside a task, waiting on an inner group, so it must run
 /// the inner task it waits for) both wait. The count's zero reaching the waiter through the

@@ -858,13 +858,15 @@ impl Pool {
     }
 
     /// Stops starting tasks: running tasks finish (and the tasks they spawn and wait for in
-    /// `join`, `scope` or a [`TaskGroup`](crate::TaskGroup)'s wait still run), queued ones
-    /// wait; submissions still queue, within capacity. Idle workers park; no task submitted
-    /// from outside the pool after `pause` returned starts before [`resume`](Pool::resume)
-    /// (tasks already started run to their end, and tasks they spawn may still start: a
-    /// `join`, `scope` or group wait may wait for them). [`wait`](Pool::wait) returns
-    /// [`WaitError::Paused`] rather than wait for a queue that will not move; a graceful shutdown resumes the pool so
-    /// that its queue drains, and a pause after a shutdown began is ignored.
+    /// `join`, `scope` or a [`TaskGroup`](crate::TaskGroup)'s wait still run, also when
+    /// [`purge`](Pool::purge) or a shrink ([`resize`](Pool::resize)) moved them out of a
+    /// worker's deque), queued ones wait; submissions still queue, within capacity. Idle
+    /// workers park; no task submitted from outside the pool after `pause` returned starts
+    /// before [`resume`](Pool::resume) (tasks already started run to their end, and tasks
+    /// they spawn may still start: a `join`, `scope` or group wait may wait for them).
+    /// [`wait`](Pool::wait) returns [`WaitError::Paused`] rather than wait for a queue that
+    /// will not move; a graceful shutdown resumes the pool so that its queue drains, and a
+    /// pause after a shutdown began is ignored.
     ///
     /// ```
     /// let pool = flock::Pool::new();
@@ -908,8 +910,9 @@ impl Pool {
     /// [`TaskGroup`](crate::TaskGroup) no longer waits for it, and [`wait`](Pool::wait) sees
     /// it finished. Tasks already running go on, and so do the queued jobs someone is
     /// blocked on (the halves of [`join`](Pool::join), the tasks of a [`scope`](Pool::scope)):
-    /// those go back to the shared queue (while the pool is paused they wait for `resume`,
-    /// as any queued work). Tasks submitted concurrently may or may not be dropped. A
+    /// those go back to their lane's shared queue, where a `join` or `scope` waiting for them
+    /// in a paused pool still runs them (the tasks of a scope opened outside the pool wait
+    /// for `resume` there, as any queued work from outside). Tasks submitted concurrently may or may not be dropped. A
     /// destructor that panics is caught and its payload dropped. A dropped task stays
     /// outstanding until its destructor has returned, so from a destructor run here
     /// [`wait`](Pool::wait), [`wait_for`](Pool::wait_for) and the shutdowns of this pool

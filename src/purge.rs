@@ -9,8 +9,9 @@
 //!   callback runs, a spawned task's handle answers `JoinError::Dropped`, a group's count
 //!   goes down), counted `Dropped`, and its capacity unit given back; or
 //! * **put back** on its lane's shared queue, when someone waits for it to run (a `join`'s
-//!   stack job, a scope's task): dropping those would leave their waiter hanging. The
-//!   put-back is followed by the wake-up of any push to a shared queue.
+//!   stack job, a scope's task): dropping those would leave their waiter hanging. Spawned
+//!   ones go to the queue's part for spawned jobs, where a worker waiting for one finds it
+//!   also while the pool is paused, and wake every sleeper (`Registry::hand_back`).
 //!
 //! A bundle's entry is taken apart: each job nobody claimed yet is claimed here and treated
 //! as above. Tasks already running, or taken by a worker before purge reached them, run.
@@ -146,15 +147,9 @@ impl Purge<'_> {
     /// Counts the dropped tasks, puts back the kept ones, and tells whoever needs to know.
     fn finish(self) -> usize {
         let reg = self.reg;
-        let n = self.kept.len();
-        for (job, lane) in self.kept {
-            reg.lanes[lane].shared.push(job);
-        }
-        if n > 0 {
-            // F1 and the state test, as for any push to a shared queue: a worker that looked
-            // while we held the jobs and went to sleep is woken.
-            reg.sleep.notify_new_work_n(n);
-        }
+        // A worker that looked while we held the jobs and went to sleep is woken; a worker
+        // waiting in a paused pool for one of them finds it (`Registry::hand_back`).
+        reg.hand_back(self.kept);
         reg.counters
             .external()
             .add_shared(Proto::Dropped, self.dropped as u64);

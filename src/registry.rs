@@ -92,11 +92,13 @@ impl LaneQueue {
 pub(crate) enum SlotState {
     /// No thread; the slot's deques wait in `Slots::deques`.
     Idle,
-    /// A thread was started for the slot and will take its deques.
+    /// A thread is being started for the slot and will take its deques (its start may
+    /// still fail: `Pool::broadcast` does not call such a slot).
     Starting,
-    /// A thread runs the slot.
+    /// A thread runs the slot: the only state `Pool::broadcast` calls.
     Running,
-    /// The slot's thread is retiring (handing its work over, running its stop hook).
+    /// The slot's thread is retiring (running its broadcast calls, handing its work over,
+    /// running its stop hook). Also a thread whose pinning failed (`close_slot`).
     Retiring,
     /// The slot's thread left because the pool shut down.
     Exited,

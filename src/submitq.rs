@@ -7,8 +7,14 @@
 //! claims a ring of its own in the lane (`Claim`, kept in a thread-local list): pushing is
 //! a store of the job, a Release store of the slot's sequence number and a store of the
 //! tail, with no read-modify-write; a worker takes the oldest job with one CAS on the ring's
-//! head. The injector stays for jobs a worker hands back (a pause, a purge, the lane reserve)
-//! and for threads that find every ring taken.
+//! head. The injector stays for jobs from outside that a worker hands back (a pause, a
+//! purge, the lane reserve) and for threads that find every ring taken.
+//!
+//! **Spawned jobs handed back** (no `INJECTED`: spawned by a running task, such as a `join`
+//! half or a scope's task, that left a worker's deque through a retiring worker or `purge`)
+//! go to a second injector, `spawned`: a task may be waiting for one in `join` or `scope`,
+//! and while the pool is paused a waiting worker takes only such jobs (`steal_spawned`),
+//! never the jobs from outside around them in the injector.
 //!
 //! **Order.** One thread's jobs go to one place for as long as it lives: its ring, or the
 //! injector if none was free when it first submitted to the lane. Workers take a ring's jobs
@@ -20,7 +26,7 @@
 //! memory (no epoch scheme needed); a queue's memory is at most twice its largest backlog.
 
 use crate::deque::{Injector, Steal};
-use crate::job::Job;
+use crate::job::{Job, INJECTED};
 use crate::metrics::counters::{Shard, Stat};
 use crate::sync::{
     canary, facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Canary, Ordering, UnsafeCell,
@@ -49,6 +55,15 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// One lane's shared queue.
 pub(crate) struct SharedQueue {
     injector: Injector<Job>,
+    /// Spawned jobs handed back (see the module docs).
+    spawned: Injector<Job>,
+    /// How many jobs of `spawned` are unclaimed: raised after each push there, lowered by a
+    /// taker before it steals one (`steal_spawned`), so never above what the queue holds and
+    /// a claimed job is always there. What every look at the lane reads first: one load,
+    /// where the injector's `is_empty` is two, and under loom a load of a word most models
+    /// never write, which adds no interleavings to them (the model injector's `is_empty`
+    /// takes its lock).
+    spawned_len: AtomicUsize,
     submitters: Box<[Held<SubmitterQueue>]>,
     /// How many of `submitters` were ever claimed (a prefix grows: claims take the first
     /// free one). Consumers look at these only.
@@ -65,6 +80,8 @@ impl SharedQueue {
     pub(crate) fn new(rings: usize) -> SharedQueue {
         SharedQueue {
             injector: Injector::new(),
+            spawned: Injector::new(),
+            spawned_len: AtomicUsize::new(0),
             submitters: (0..rings)
                 .map(|_| Held::new(SubmitterQueue::new()))
                 .collect(),
@@ -74,9 +91,22 @@ impl SharedQueue {
         }
     }
 
-    /// Queues a job a worker or the pool hands back (not a fresh submit): onto the injector.
-    pub(crate) fn push(&self, job: Job) {
-        self.injector.push(job);
+    /// Queues a job a worker or the pool hands back (not a fresh submit): one from outside
+    /// (`INJECTED`) onto the injector, a spawned one onto `spawned`. Returns whether it was a
+    /// spawned one: the caller then wakes every sleeper (`Registry::hand_back`).
+    pub(crate) fn push(&self, job: Job) -> bool {
+        if job.flags() & INJECTED != 0 {
+            self.injector.push(job);
+            false
+        } else {
+            self.spawned.push(job);
+            // After the push, so the count never exceeds the queue. Release: pairs with the
+            // Acquire of the claim in `steal_spawned`, whose steal then finds the job. The
+            // hand-back's `wake_all` orders this before a parking worker's re-check
+            // (`Registry::hand_back`).
+            self.spawned_len.fetch_add(1, Ordering::Release);
+            true
+        }
     }
 
     /// Queues a job submitted from outside the pool, onto the calling thread's ring (claimed
@@ -209,6 +239,11 @@ impl SharedQueue {
 
     #[inline]
     fn steal_from(&self, start: usize, on_lost: OnLost) -> Option<(Job, usize)> {
+        // Spawned jobs handed back first: a task may be waiting for them, and they are older
+        // than anything queued after their hand-back.
+        if let Some(job) = self.steal_spawned() {
+            return Some((job, INJECTOR));
+        }
         let n = self.used();
         // Sources 0..n are rings, n the injector. `start` scaled to 0..=n without a
         // division (Lemire's multiply-shift, on a hash of the counter).
@@ -236,6 +271,46 @@ impl SharedQueue {
     #[inline]
     pub(crate) fn steal_ring(&self, i: usize) -> Option<Job> {
         self.submitters[i].steal(OnLost::GiveUp)
+    }
+
+    /// The oldest spawned job handed back (see the module docs): what a waiting worker may
+    /// take here while the pool is paused.
+    #[inline]
+    pub(crate) fn steal_spawned(&self) -> Option<Job> {
+        // Claim one: after a claim the steal cannot come back empty, so no caller spins on a
+        // count ahead of the queue.
+        let mut unclaimed = self.spawned_len.load(Ordering::Relaxed);
+        loop {
+            if unclaimed == 0 {
+                return None;
+            }
+            // Acquire: pairs with the Release raise in `push`: the job is in the queue.
+            match self.spawned_len.compare_exchange_weak(
+                unclaimed,
+                unclaimed - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => unclaimed = now,
+            }
+        }
+        loop {
+            match self.spawned.steal() {
+                Steal::Success(job) => return Some(job),
+                Steal::Retry => std::hint::spin_loop(),
+                Steal::Empty => unreachable!("flock: a claimed spawned job is not queued"),
+            }
+        }
+    }
+
+    /// Whether no spawned job handed back is queued (every look at the lane, and a paused
+    /// waiting worker's re-check). Relaxed: pairs with nothing; the raise a re-check must see
+    /// happens before it through the `sleepers` lock, which the hand-back's `wake_all` takes
+    /// after its pushes and a parking worker takes to announce itself before its re-check.
+    #[inline]
+    pub(crate) fn has_no_spawned(&self) -> bool {
+        self.spawned_len.load(Ordering::Relaxed) == 0
     }
 
     fn steal_injector(&self) -> Option<Job> {
@@ -270,7 +345,9 @@ impl SharedQueue {
     /// heavy barrier, so it sees every push made before the pusher's F1 or light barrier).
     pub(crate) fn is_empty(&self) -> bool {
         let n = self.used();
-        self.injector.is_empty() && self.submitters[..n].iter().all(|q| q.is_empty())
+        self.injector.is_empty()
+            && self.has_no_spawned()
+            && self.submitters[..n].iter().all(|q| q.is_empty())
     }
 
     /// Jobs counted `Submitted` on the rings (`push_submitted`), to add to the shards'.
@@ -285,7 +362,9 @@ impl SharedQueue {
     /// Jobs queued, a gauge.
     pub(crate) fn len(&self) -> usize {
         let n = self.used();
-        self.injector.len() + self.submitters[..n].iter().map(|q| q.len()).sum::<usize>()
+        self.injector.len()
+            + self.spawned.len()
+            + self.submitters[..n].iter().map(|q| q.len()).sum::<usize>()
     }
 }
 

@@ -256,25 +256,20 @@ pub(crate) fn run(
                 Exit::Shutdown => break,
                 Exit::Retire if reg.confirm_retire(index) => {
                     retired = true;
-                    worker.hand_over_work();
-                    // A graceful shutdown may be waiting for the task we just finished: a
-                    // worker that woke for it and still saw that task outstanding parked
-                    // again, and only a worker that sees `may_exit` wakes the others (in
-                    // `park`, after F2). We leave without parking, so we look here, after
-                    // `go_idle`'s SeqCst fence: either we see the flag and nothing
-                    // outstanding and wake everyone, or a parking worker's check after its
-                    // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
-                    // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks
-                    // without this).
-                    if reg.may_exit() {
-                        reg.sleep.wake_all();
-                    }
+                    worker.retire();
                     break;
                 }
                 // The pool grew back before we left: carry on.
                 Exit::Retire => {}
             }
         }
+        guard.disarm();
+    } else {
+        // A broadcast may have picked our slot since `take_slot` marked it running: closed
+        // to broadcasts now, we run what the mailbox holds, as this slot's worker.
+        reg.close_slot(index);
+        let guard = AbortIfPanic("the worker loop");
+        worker.retire();
         guard.disarm();
     }
     // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
@@ -541,6 +536,23 @@ impl WorkerThread {
         }
     }
 
+    /// Leaves the loop for good, our slot marked retiring (no broadcast picks it now): runs
+    /// the broadcast calls for us and hands our work over (`hand_over_work`).
+    fn retire(&self) {
+        self.hand_over_work();
+        // A graceful shutdown may be waiting for the task we just finished: a worker that
+        // woke for it and still saw that task outstanding parked again, and only a worker
+        // that sees `may_exit` wakes the others (in `park`, after F2). We leave without
+        // parking, so we look here, after `go_idle`'s SeqCst fence: either we see the flag
+        // and nothing outstanding and wake everyone, or a parking worker's check after its
+        // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
+        // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks without this).
+        let reg = &*self.registry;
+        if reg.may_exit() {
+            reg.sleep.wake_all();
+        }
+    }
+
     /// Retiring: every task still in our deques goes to its lane's shared queue, for the
     /// workers that stay. Called between tasks, so no `join` of ours is waiting on any of
     /// them; each is moved, not copied, so none runs twice and none is lost.
@@ -558,30 +570,27 @@ impl WorkerThread {
             }
         }
         self.holding.set(0);
-        let mut moved = 0;
+        let mut moved = Vec::new();
         // Jobs we keep from a pause go to their lanes' shared queues: a retiring worker does
         // not wait for the resume (a `resize` that grows the pool waits for it). There a
         // worker may take later jobs of its submitter before it: "FIFO within a lane" does
         // not hold across a shrink that meets a pause (README).
-        while let Some((job, lane)) = self.take_kept() {
-            reg.lanes[lane].shared.push(job);
-            moved += 1;
+        while let Some(kept) = self.take_kept() {
+            moved.push(kept);
         }
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
-                reg.lanes[lane].shared.push(job);
-                moved += 1;
+                moved.push((job, lane));
             }
         }
         // Scope tasks our last task spawned (join halves there are none: no join is on our
         // stack). Join deques exist in one-lane pools only.
         while let Some(job) = self.joins.pop() {
-            reg.lanes[0].shared.push(job.into_job());
-            moved += 1;
+            moved.push((job.into_job(), 0));
         }
-        if moved > 0 {
-            reg.sleep.notify_new_work_n(moved);
-        }
+        // Those from outside to the injectors, spawned ones apart, where a task waiting for
+        // one in a paused pool finds it (`Registry::hand_back`).
+        reg.hand_back(moved);
         // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
         // task we finished last may have been the one they wait for; loom found that a
         // retiring worker skipping this left `wait` asleep forever).

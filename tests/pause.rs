@@ -349,3 +349,134 @@ fn a_waiting_worker_does_not_start_outside_tasks_while_paused() {
         );
     });
 }
+
+/// A task that paused the pool and waits in a scope for a task it spawned, in a pool with
+/// latency tracking (scope tasks go to the lane deque): `purge()` takes that task out of the
+/// deque and keeps it, and the waiting worker must still reach it while the pool is paused.
+#[test]
+fn a_scope_waiting_in_a_paused_pool_runs_the_task_purge_kept() {
+    watchdog(30, "scope wait across purge while paused", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .track_latency(true)
+                .build()
+                .unwrap(),
+        );
+        let (ready_tx, ready) = mpsc::channel();
+        let (purged_tx, purged) = mpsc::channel::<()>();
+        let (done_tx, done) = mpsc::channel();
+        let ran = Arc::new(AtomicBool::new(false));
+        let (p, r) = (pool.clone(), ran.clone());
+        pool.submit(move || {
+            p.scope(|s| {
+                s.spawn(|_| r.store(true, SeqCst));
+                p.pause();
+                ready_tx.send(()).unwrap();
+                purged.recv().unwrap();
+            });
+            done_tx.send(r.load(SeqCst)).unwrap();
+            p.resume();
+        })
+        .unwrap();
+        ready.recv().unwrap();
+        assert_eq!(pool.purge(), 0, "a scope's task is never dropped");
+        purged_tx.send(()).unwrap();
+        assert!(
+            done.recv().unwrap(),
+            "the scope returned before its task ran"
+        );
+        pool.wait().unwrap();
+        assert!(ran.load(SeqCst));
+    });
+}
+
+/// As above with `join` in a pool with lanes (its second half goes to the lane deque).
+#[test]
+fn a_join_waiting_in_a_paused_pool_runs_the_half_purge_kept() {
+    watchdog(30, "join wait across purge while paused", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .lanes(&[("a", 1), ("b", 1)])
+                .build()
+                .unwrap(),
+        );
+        let (ready_tx, ready) = mpsc::channel();
+        let (purged_tx, purged) = mpsc::channel::<()>();
+        let (done_tx, done) = mpsc::channel();
+        let p = pool.clone();
+        pool.submit(move || {
+            let q = p.clone();
+            let ((), b) = q.join(
+                move || {
+                    p.pause();
+                    ready_tx.send(()).unwrap();
+                    purged.recv().unwrap();
+                },
+                || 7,
+            );
+            done_tx.send(b).unwrap();
+            q.resume();
+        })
+        .unwrap();
+        ready.recv().unwrap();
+        assert_eq!(pool.purge(), 0, "a join half is never dropped");
+        purged_tx.send(()).unwrap();
+        assert_eq!(done.recv().unwrap(), 7);
+        pool.wait().unwrap();
+    });
+}
+
+/// A task that paused the pool waits in a scope for a task that another worker's task
+/// spawned; that worker, parked by the pause with the task on its deque, is retired by a
+/// shrink and hands it over: the waiting worker must still reach it while the pool is
+/// paused.
+#[test]
+fn a_scope_waiting_in_a_paused_pool_runs_the_task_a_retiring_worker_handed_over() {
+    watchdog(30, "scope wait across a shrink while paused", || {
+        let (stopped_tx, stopped) = mpsc::channel();
+        let stopped_tx = std::sync::Mutex::new(stopped_tx);
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(2)
+                .on_worker_stop(move |index| {
+                    if index == 1 {
+                        stopped_tx.lock().unwrap().send(()).unwrap();
+                    }
+                })
+                .build()
+                .unwrap(),
+        );
+        let ran = Arc::new(AtomicBool::new(false));
+        let stopped = std::sync::Mutex::new(stopped);
+        let returned = pool.broadcast(|index| {
+            if index != 0 {
+                return true;
+            }
+            let (spawned_tx, spawned) = mpsc::channel();
+            let (paused_tx, paused) = mpsc::channel::<()>();
+            pool.scope(|s| {
+                let ran = &ran;
+                s.spawn(move |s| {
+                    // Worker 0 is blocked below: worker 1 runs this.
+                    assert_eq!(flock::current_worker_index(), Some(1));
+                    s.spawn(move |_| ran.store(true, SeqCst));
+                    spawned_tx.send(()).unwrap();
+                    paused.recv().unwrap();
+                });
+                spawned.recv().unwrap();
+                pool.pause();
+                paused_tx.send(()).unwrap();
+                pool.resize(1).unwrap();
+                stopped.lock().unwrap().recv().unwrap();
+            });
+            let ran = ran.load(SeqCst);
+            pool.resume();
+            ran
+        });
+        assert_eq!(returned, [true, true]);
+        pool.wait().unwrap();
+        assert_eq!(pool.workers(), 1);
+    });
+}

@@ -581,3 +581,103 @@ fn a_retiring_worker_hands_over_the_scope_tasks_it_spawned() {
         assert!(s.stolen == 0, "handed over, not stolen: {s}");
     });
 }
+
+/// `broadcast` racing a shrink and a grow of the same slot: each call for worker `i` runs on
+/// the thread that holds index `i` (never on a thread leaving its slot, off the workers).
+#[test]
+fn broadcast_calls_run_on_the_worker_of_their_index_across_resizes() {
+    watchdog(120, "broadcast across resize", || {
+        let (stopping_tx, stopping) = mpsc::channel();
+        let stopping_tx = Mutex::new(stopping_tx);
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .on_worker_stop(move |_| stopping_tx.lock().unwrap().send(()).unwrap())
+                .build()
+                .unwrap(),
+        );
+        let done = Arc::new(AtomicBool::new(false));
+        let wrong = counter();
+        let calls = counter();
+        let broadcasters: Vec<_> = (0..2)
+            .map(|_| {
+                let (pool, done, wrong, calls) =
+                    (pool.clone(), done.clone(), wrong.clone(), calls.clone());
+                std::thread::spawn(move || {
+                    while !done.load(SeqCst) {
+                        let got = pool.broadcast(|index| {
+                            calls.fetch_add(1, SeqCst);
+                            if flock::current_worker_index() != Some(index) {
+                                wrong.fetch_add(1, SeqCst);
+                            }
+                            index
+                        });
+                        assert!(got == [0] || got == [0, 1], "{got:?}");
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..2_000 {
+            pool.resize(2).unwrap();
+            pool.resize(1).unwrap();
+            // Worker 1 is retiring (in its stop hook): the next grow waits for it to leave
+            // and starts a new thread in its slot.
+            stopping.recv().unwrap();
+        }
+        done.store(true, SeqCst);
+        for b in broadcasters {
+            b.join().unwrap();
+        }
+        assert!(calls.load(SeqCst) > 0);
+        assert_eq!(wrong.load(SeqCst), 0, "calls ran off their worker");
+        pool.shutdown().unwrap();
+    });
+}
+
+/// A broadcast made while a slot is starting, whose thread then fails to start (its name
+/// callback panics): the call is not made for that slot, the broadcast returns, and the pool
+/// still shuts down.
+#[test]
+fn broadcast_while_a_slot_fails_to_start_returns() {
+    watchdog(30, "broadcast into a slot that never started", || {
+        let naming = Arc::new(Mutex::new(None::<mpsc::Sender<()>>));
+        let go = Gate::new();
+        let (n, g) = (naming.clone(), go.clone());
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .thread_name(move |i| {
+                    if i == 1 {
+                        if let Some(tx) = n.lock().unwrap().take() {
+                            tx.send(()).unwrap();
+                            g.wait();
+                            panic!("no name for worker 1");
+                        }
+                    }
+                    format!("w{i}")
+                })
+                .build()
+                .unwrap(),
+        );
+        let (tx, named) = mpsc::channel();
+        *naming.lock().unwrap() = Some(tx);
+        let p = pool.clone();
+        let resizer = std::thread::spawn(move || p.resize(2));
+        named.recv().unwrap(); // slot 1 is starting
+        let before = pool.stats().submitted;
+        let p = pool.clone();
+        let broadcaster = std::thread::spawn(move || p.broadcast(|index| index));
+        // The broadcast has picked its slots once it counted its calls.
+        eventually(|| pool.stats().submitted > before);
+        go.open();
+        assert!(matches!(
+            resizer.join().unwrap(),
+            Err(ResizeError::ThreadNamePanicked { worker: 1, .. })
+        ));
+        assert_eq!(broadcaster.join().unwrap(), [0]);
+        assert_eq!(pool.workers(), 1);
+        pool.shutdown_timeout(Duration::from_secs(10)).unwrap();
+    });
+}

@@ -194,6 +194,31 @@ impl Registry {
         Vec::with_capacity(MAX_BUNDLE)
     }
 
+    /// Puts jobs taken out of the workers' deques back on their lanes' shared queues (a
+    /// retiring worker's, `purge`'s kept ones; `SharedQueue::push` keeps the spawned ones
+    /// apart) and wakes workers for them. A spawned job among them wakes every sleeper: a task
+    /// may wait for it in `join` or `scope`, also while the pool is paused, when only a
+    /// waiting worker takes it, and the one `notify_new_work_n` chose could be an idle worker,
+    /// which parks again without passing the wake on (sleep/README.md, "Spawned jobs handed
+    /// back").
+    pub(crate) fn hand_back(&self, jobs: impl IntoIterator<Item = (Job, usize)>) {
+        let mut n = 0;
+        let mut spawned = false;
+        for (job, lane) in jobs {
+            spawned |= self.lanes[lane].shared.push(job);
+            n += 1;
+        }
+        if spawned {
+            // No F1 needed: `wake_all` takes the `sleepers` lock after the pushes, and a
+            // parking worker announces itself under it before its re-check. Either it is
+            // listed and woken, or the pushes happen before its re-check.
+            self.sleep.wake_all();
+        } else if n > 0 {
+            // F1 and the state test, as for any push to a shared queue.
+            self.sleep.notify_new_work_n(n);
+        }
+    }
+
     /// Lets go of a handle on a bundle; the last one keeps the bundle's buffer for the next
     /// batch. Reusing them keeps a batch off the allocator, whose lock the submitter
     /// (allocating) and the workers (freeing) otherwise contend for.

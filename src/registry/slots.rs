@@ -175,6 +175,13 @@ impl Registry {
         }
     }
 
+    /// A worker whose pinning failed leaves without running its loop: its slot is marked
+    /// retiring, so no broadcast picks it from now on (it then runs what its mailbox holds,
+    /// as a retiring worker does).
+    pub(crate) fn close_slot(&self, index: usize) {
+        self.slots.lock().state[index] = SlotState::Retiring;
+    }
+
     /// A worker thread leaves: its deques go back to its slot. Returns whether it was the
     /// last worker to leave (`live` fell to 0 here): in a pool that shut down, the one to
     /// sweep the queues (`purge::sweep`, called by the worker in `worker::run`).
@@ -183,6 +190,12 @@ impl Registry {
         debug_assert!(
             deques.lanes.iter().all(Deque::is_empty) && deques.joins.is_empty(),
             "flock: a worker left work behind"
+        );
+        // Under `slots`, before the slot is free to start again: what a broadcast puts in the
+        // mailbox from then on is for the slot's next thread.
+        debug_assert!(
+            !self.mailboxes.has(index),
+            "flock: a worker left a broadcast call behind"
         );
         slots.deques[index] = Some(deques);
         slots.state[index] = if retired {
@@ -193,12 +206,6 @@ impl Registry {
         self.shown.store(slots.shown(), Ordering::Relaxed);
         self.slot_cond.notify_all();
         drop(slots);
-        // `Pool::broadcast` calls left for a worker that never ran its loop (its pinning
-        // failed): none can arrive now that the slot is not running, so run them here, off
-        // the workers, rather than leave their caller waiting.
-        while let Some(job) = self.mailboxes.take(index) {
-            self.run_off_worker(self.counters.external(), job, 0);
-        }
         self.workers_gone(1)
     }
 

@@ -175,7 +175,8 @@ impl WorkerThread {
     }
 
     /// The re-check of a waiting worker: like `work_visible`, but while paused only the
-    /// workers' deques (and join deques) count (the shared queues wait for `resume`, which wakes everyone).
+    /// workers' deques (and join deques) and the spawned jobs handed back to the shared queues
+    /// count (the jobs from outside wait for `resume`, which wakes everyone).
     fn waiting_work_visible(&self, paused: bool) -> bool {
         if canary(Canary::Recheck) {
             return false;
@@ -183,14 +184,16 @@ impl WorkerThread {
         if paused {
             let reg = &*self.registry;
             return reg.stealers.iter().any(|s| !s.is_empty())
-                || reg.join_stealers.iter().any(|s| !s.is_empty());
+                || reg.join_stealers.iter().any(|s| !s.is_empty())
+                || reg.lanes.iter().any(|l| !l.shared.has_no_spawned());
         }
         // A job we keep from a pause is in no queue (`keep_for_resume`).
         self.kept_set.get() || self.work_visible()
     }
 
-    /// While paused: a job spawned by a running task, from our own deques, then other
-    /// workers'. Deques may also hold the entry of a batch from outside (flag `INJECTED`)
+    /// While paused: a job spawned by a running task, from our own deques, then those handed
+    /// back to the lanes' shared queues (by a retiring worker, or `purge`: the task we wait
+    /// for may be one), then other workers' deques. Deques may also hold the entry of a batch from outside (flag `INJECTED`)
     /// that a worker claiming from it put there: its jobs wait for `resume`, so the entry
     /// goes back to its lane's shared queue (moved, not copied: nothing lost, nothing run
     /// twice; `resume` wakes every worker). A single job from outside taken as the pool got
@@ -211,11 +214,18 @@ impl WorkerThread {
                         .enumerate()
                         .find_map(|(lane, local)| local.pop().map(|job| (job, lane)))
                 })
+                .or_else(|| self.steal_spawned_handed_back())
                 .or_else(|| self.steal_from_others())?;
             if job.flags() & INJECTED == 0 {
                 return Some((job, lane));
             }
             self.registry.lanes[lane].shared.push(job);
         }
+    }
+
+    /// A spawned job handed back to a lane's shared queue (`SharedQueue::steal_spawned`).
+    fn steal_spawned_handed_back(&self) -> Option<(Job, usize)> {
+        let lanes = &self.registry.lanes;
+        (0..lanes.len()).find_map(|lane| lanes[lane].shared.steal_spawned().map(|job| (job, lane)))
     }
 }
