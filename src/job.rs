@@ -237,8 +237,9 @@ impl Job {
     /// A job that stands for one job of `source`, taken only when this one is run or
     /// discarded; it then runs or discards that job and returns *its* outcome, so the pair
     /// counts as that one job (a cancelled task is `Skipped` also when dropped by
-    /// `shutdown_now`). `flags` should be that job's. FIFO spawns push these as triggers
-    /// (`src/fifo.rs`).
+    /// `shutdown_now`). `flags` must be those of every job `source` may hand out: purge,
+    /// `shutdown_now` and the counters decide by them. FIFO spawns push these as triggers
+    /// (`src/fifo.rs`, one source per kind of job).
     pub(crate) fn deferred<S: JobSource + 'static>(source: Arc<S>, flags: u8) -> Job {
         let mut payload = Payload::uninit();
         // SAFETY: an `Arc` is one pointer, which a payload has room for.

@@ -213,3 +213,73 @@ fn a_task_kept_from_a_pause_counts_as_queued() {
         pool.wait().unwrap();
     });
 }
+
+/// A task on one worker opens a scope, spawns scope task Y with `Scope::spawn_fifo`, then task
+/// X with `Pool::spawn_fifo`, and blocks until the pool is purged (`shutdown_now` false) or
+/// shut down by `shutdown_now`; then its scope ends. Y is a scope task, which must run (its
+/// scope waits for it); X may be dropped. Returns whether each ran, `(y, x)`, and what the
+/// purge or the shutdown returned.
+fn scope_fifo_and_pool_fifo_spawn(shutdown_now: bool) -> (bool, bool, u64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+    let (y_ran, x_ran) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (spawned, gate) = (Gate::new(), Gate::new());
+    let task = {
+        let (p, y_ran, x_ran) = (pool.clone(), y_ran.clone(), x_ran.clone());
+        let (spawned, gate) = (spawned.clone(), gate.clone());
+        pool.spawn(move || {
+            p.scope(|s| {
+                s.spawn_fifo(move |_| y_ran.store(true, Ordering::SeqCst));
+                drop(p.spawn_fifo(move || x_ran.store(true, Ordering::SeqCst)));
+                spawned.open();
+                gate.wait();
+            })
+        })
+    };
+    spawned.wait();
+    let dropped = if shutdown_now {
+        // The task goes on once the shutdown has begun; `shutdown_now` returns once it ended.
+        let opener = common::open_when_shut_down(&pool, &gate);
+        let dropped = pool.shutdown_now().unwrap();
+        opener.join().unwrap();
+        dropped
+    } else {
+        let dropped = pool.purge() as u64;
+        gate.open();
+        dropped
+    };
+    task.join().unwrap();
+    pool.shutdown().unwrap();
+    let ran = (y_ran.load(Ordering::SeqCst), x_ran.load(Ordering::SeqCst));
+    (ran.0, ran.1, dropped)
+}
+
+/// A purge drops a `Pool::spawn_fifo` task and keeps a scope's `spawn_fifo` task spawned
+/// before it on the same worker: a FIFO trigger runs or drops a job of its own kind. (With one
+/// FIFO queue per worker for every kind, the trigger of X, which may be dropped, dropped the
+/// oldest job, Y, and the scope waited for ever.)
+#[test]
+fn purge_drops_the_pool_fifo_task_and_keeps_the_scope_fifo_task() {
+    watchdog(
+        20,
+        "purge with a scope's and a pool's FIFO spawns queued",
+        || {
+            assert_eq!(scope_fifo_and_pool_fifo_spawn(false), (true, false, 1));
+        },
+    );
+}
+
+/// As above with `shutdown_now` in place of the purge: it drops X, and the scope runs Y.
+#[test]
+fn shutdown_now_keeps_the_scope_fifo_task() {
+    watchdog(
+        20,
+        "shutdown_now with a scope's and a pool's FIFO spawns queued",
+        || {
+            assert_eq!(scope_fifo_and_pool_fifo_spawn(true), (true, false, 1));
+        },
+    );
+}

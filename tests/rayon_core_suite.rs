@@ -470,8 +470,9 @@ fn an_inner_scope_returns_before_its_owner_runs_an_outer_task() {
 
 // Mirrors rayon's scope `mixed_fifo_order`. rayon keeps a FIFO queue per scope (per worker),
 // so the inner scope's and the outer scope's FIFO spawns alternate ([-1, 0, -2, 1, -3, 2, 3]);
-// flock keeps one per worker thread, and documents that the FIFO spawns of one worker start
-// in the order they were made, whatever their scope.
+// flock keeps one per worker thread and kind of spawn (a scope's tasks all have one kind), and
+// documents that the FIFO spawns of one kind from one worker start in the order they were
+// made, whatever their scope (`src/fifo.rs`).
 #[test]
 fn mixed_scopes_fifo_and_fifo() {
     watchdog(LIMIT, "mixed fifo", || {
