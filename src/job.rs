@@ -367,7 +367,7 @@ impl Drop for Bundle {
 
 /// A two-word queue entry for a worker's join deque: a function and the address of what it
 /// runs. It carries `join`'s second halves (the address of a stack job, `join.rs`) and, in a
-/// pool with one lane and no latency tracking, scope tasks (a boxed closure, `scope.rs`).
+/// pool with one lane, no latency tracking and LIFO deques, scope tasks (`scope.rs`).
 ///
 /// These do not go through the `Job` deques because of the size of a `Job`. crossbeam copies
 /// a slot with a volatile read or write of the whole element. A five-word `Job` is

@@ -61,7 +61,15 @@
 //! [`join()`], [`scope()`], [`spawn()`], [`yield_now`] and [`current_num_workers`] use the current
 //! pool (the calling worker's, else the [`global()`] one); [`Pool::install`] runs a closure on
 //! a pool's worker, [`Pool::broadcast`] on every worker; [`spawn_fifo`] and [`scope_fifo`]
-//! give per-call FIFO order.
+//! give per-call FIFO order, and [`PoolBuilder::fifo`] (rayon's deprecated `breadth_first`)
+//! makes each worker run every task it spawned oldest first, a scope's spawns included.
+//!
+//! Where flock differs on purpose: a [`thread_name`](PoolBuilder::thread_name) callback that
+//! panics makes [`build`](PoolBuilder::build) return [`BuildError::ThreadNamePanicked`] (and
+//! [`Pool::resize`] its error) instead of letting the panic propagate, as rayon's builder
+//! does: a pool that grows at run time cannot unwind through its caller half-resized, and
+//! `build` reports it the same way. A dropped `Pool` joins its threads, and [`Pool::scope`]
+//! runs its body on the calling thread (rayon's `in_place_scope`).
 //!
 //! # Tasks, results and borrowing
 //!

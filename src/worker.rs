@@ -138,6 +138,9 @@ pub(crate) struct WorkerThread {
     kept_set: Cell<bool>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
     plain: bool,
+    /// `plain`, in a pool not built with `fifo()`: scope tasks spawned here take the
+    /// two-word path through our join deque (`spawns_by_ref`).
+    spawns_by_ref: bool,
     /// One lane with latency tracking: `execute` times the task and nothing else
     /// (`run_timed`).
     timed: bool,
@@ -218,6 +221,7 @@ pub(crate) fn run(
     let shard = NonNull::from(registry.counters.worker(index));
     let worker = WorkerThread {
         plain: lanes == 1 && registry.latency.is_none(),
+        spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
         timed: lanes == 1 && registry.latency.is_some(),
         index,
         locals,
