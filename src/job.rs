@@ -45,8 +45,8 @@ pub(crate) const DISCARDABLE: u8 = 4;
 pub(crate) const STACK: u8 = 8;
 /// The job went through the injector (counted once, when a worker takes it up).
 pub(crate) const INJECTED: u8 = 16;
-/// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up moves
-/// the jobs into its own deque instead of running it (see `WorkerThread::execute`).
+/// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up claims
+/// its jobs one at a time instead of running it (see `WorkerThread::take_up`).
 pub(crate) const BUNDLE: u8 = 32;
 
 pub(crate) struct Job {

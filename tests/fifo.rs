@@ -283,3 +283,53 @@ fn shutdown_now_keeps_the_scope_fifo_task() {
         },
     );
 }
+
+/// A batch's tasks start before a task the same thread submits after it, also once a worker
+/// has taken the batch up and runs its first task for long. Two workers, one busy; a batch
+/// of 16 (task 0 blocks) then task X (16); the busy worker is freed while task 0 still
+/// blocks, and it runs the rest alone: tasks 1 to 15, then X. (The rest of a batch taken up
+/// from the shared queue used to wait on the taker's own deque, which a free worker looks at
+/// after the shared queue: `[0, 16, 1, 2, …, 15]`.)
+#[test]
+fn a_batch_taken_up_is_not_overtaken_by_a_later_task() {
+    watchdog(20, "a batch, then a task, on two workers", || {
+        for lanes in [false, true] {
+            let mut builder = Pool::builder().workers(2);
+            if lanes {
+                builder = builder.lanes(&[("a", 1), ("b", 1)]);
+            }
+            let pool = builder.build().unwrap();
+            let (busy, first) = (Gate::new(), Gate::new());
+            let started = Arc::new(Mutex::new(Vec::new()));
+            let (tx, rx) = std::sync::mpsc::channel();
+            {
+                let busy = busy.clone();
+                pool.submit(move || {
+                    tx.send(()).unwrap();
+                    busy.wait();
+                })
+                .unwrap();
+            }
+            rx.recv().unwrap();
+            let task = |i: usize| {
+                let (started, first) = (started.clone(), first.clone());
+                move || {
+                    started.lock().unwrap().push(i);
+                    if i == 0 {
+                        first.wait();
+                    }
+                }
+            };
+            assert_eq!(pool.submit_batch((0..16).map(task)).unwrap(), 16);
+            pool.submit(task(16)).unwrap();
+            eventually(|| started.lock().unwrap().len() == 1);
+            busy.open();
+            eventually(|| started.lock().unwrap().len() == 17);
+            first.open();
+            pool.wait().unwrap();
+            let want: Vec<usize> = (0..17).collect();
+            assert_eq!(*started.lock().unwrap(), want, "lanes: {lanes}");
+            pool.shutdown().unwrap();
+        }
+    });
+}

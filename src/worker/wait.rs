@@ -189,10 +189,10 @@ impl WorkerThread {
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then other
-    /// workers'. Deques may also hold the entry of a batch from outside (flag `INJECTED`)
-    /// that a worker claiming from it put there: its jobs wait for `resume`, so the entry
-    /// goes back to its lane's shared queue (moved, not copied: nothing lost, nothing run
-    /// twice; `resume` wakes every worker). A single job from outside taken as the pool got
+    /// workers'. A job from outside (flag `INJECTED`) is not put on a deque (the rest of a
+    /// batch waits on the front of its lane's shared queue); one found there would wait for
+    /// `resume`, so it goes back to its lane's shared queue (moved, not copied: nothing
+    /// lost, nothing run twice; `resume` wakes every worker). A single job from outside taken as the pool got
     /// paused is in no deque: its taker keeps it (`keep_for_resume`).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
         // Our own join halves first: spawned work, never from outside.
