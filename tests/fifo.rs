@@ -1,7 +1,8 @@
 //! FIFO within a lane: tasks submitted from one thread start in the order they were submitted
 //! (threadpool's `test_shrink`). A worker takes one task at a time from the shared queue,
 //! never a batch that would wait behind its own long task while idle workers take younger
-//! tasks.
+//! tasks; from a batch's bundle too, whose rest waits on the front of the shared queue.
+//! And FIFO spawns from a worker: each trigger runs or drops a task of its own kind.
 mod common;
 
 use common::{eventually, watchdog, Gate};
