@@ -256,11 +256,23 @@ impl PoolBuilder {
         self
     }
 
-    /// Each worker runs the tasks it spawned oldest first.
+    /// Each worker runs the tasks it spawned oldest first: `spawn`, `submit`, batches and a
+    /// scope's `spawn` from one of its tasks (rayon's `breadth_first`). A `join` is not
+    /// affected: it runs its own first half, and its second half unless a thief took it.
     ///
     /// ```
+    /// use std::sync::Mutex;
     /// let pool = flock::Pool::builder().workers(1).fifo().build().unwrap();
-    /// pool.submit(|| ()).unwrap();
+    /// let order = Mutex::new(Vec::new());
+    /// pool.install(|| {
+    ///     pool.scope(|s| {
+    ///         for i in 0..4 {
+    ///             let order = &order;
+    ///             s.spawn(move |_| order.lock().unwrap().push(i));
+    ///         }
+    ///     })
+    /// });
+    /// assert_eq!(order.into_inner().unwrap(), [0, 1, 2, 3]);
     /// ```
     pub fn fifo(mut self) -> Self {
         self.fifo = true;

@@ -2,15 +2,24 @@
 //! [`Scope::spawn_fifo`](crate::Scope::spawn_fifo) and `scope_fifo`.
 //!
 //! A worker runs its own deque newest first (unless the pool is built with `fifo()`). A FIFO
-//! spawn on a worker puts its job into that worker thread's [`Fifo`] (a queue, oldest first)
+//! spawn on a worker puts its job into a [`Fifo`] queue of that worker thread (oldest first)
 //! and pushes a *trigger* onto the deque in its place. Whoever runs a trigger (the worker, or
-//! a thief) runs the oldest job of that queue, so FIFO spawns of one worker start in the order
-//! they were made, while the deque stays LIFO for everything else (rayon's `JobFifo`; rayon
-//! keeps one per worker for `spawn_fifo` and another per worker and scope for `scope_fifo`,
-//! where flock's one queue per worker serves every FIFO spawn of that worker). There
-//! is one trigger per queued job, so no job is left behind; a trigger dropped unrun (by
-//! `shutdown_now`) drops one job with it, and counts as that job (`Job::deferred`). From
-//! outside the pool a task goes to the shared queue, which is FIFO already.
+//! a thief) runs the oldest job of that queue, so FIFO spawns of one kind from one worker
+//! start in the order they were made, while the deque stays LIFO for everything else
+//! (rayon's `JobFifo`).
+//!
+//! **Which queue a trigger belongs to.** A worker thread keeps one queue per *kind* of FIFO
+//! spawn: per lane the trigger is pushed to, and per set of job flags (a scope's task, which
+//! must run because its scope waits for it, is `COUNTED`; a `spawn_fifo` task, which
+//! `purge` and `shutdown_now` may drop, is `COUNTED | DISCARDABLE`). A trigger carries the
+//! flags of the job it was pushed for, and `purge`, `shutdown_now` and the counters decide by
+//! them; so it may only ever run or discard a job with the same flags, of the same lane:
+//! the oldest of its own queue. The FIFO spawns of one kind keep their order whatever their
+//! scope; those of different kinds are not ordered with each other (rayon likewise keeps
+//! `spawn_fifo`'s queue apart from each `scope_fifo`'s). There is one trigger per queued
+//! job, so no job is left behind; a trigger dropped unrun (by `purge` or `shutdown_now`)
+//! drops one job with it, and counts as that job (`Job::deferred`). From outside the pool a
+//! task goes to the shared queue, which is FIFO already.
 
 use crate::deque::{Injector, Steal};
 use crate::job::{Job, JobSource};
@@ -22,11 +31,20 @@ use crate::worker::{with_current, WorkerThread};
 use std::cell::RefCell;
 
 facade_thread_local! {
-    /// This worker thread's FIFO queue, made on its first FIFO spawn.
-    static FIFO: RefCell<Option<Arc<Fifo>>> = RefCell::new(None);
+    /// This worker thread's FIFO queues, one per kind (see the module docs), each made on
+    /// the first FIFO spawn of its kind. A handful at most: few lanes, two sets of flags.
+    static FIFOS: RefCell<Vec<(Kind, Arc<Fifo>)>> = RefCell::new(Vec::new());
 }
 
-/// The FIFO-spawned jobs of one worker thread, oldest first.
+/// What a trigger's queue is for: the lane of the deque the trigger goes to, and the flags
+/// of the jobs it holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    lane: usize,
+    flags: u8,
+}
+
+/// The FIFO-spawned jobs of one kind of one worker thread, oldest first.
 pub(crate) struct Fifo {
     jobs: Injector<Job>,
 }
@@ -49,22 +67,31 @@ impl JobSource for Fifo {
     }
 }
 
-/// Queues `job` in FIFO order on `worker` (see the module docs); the trigger carries the job's
-/// flags, so it is counted and dropped exactly as the job would be.
+/// Queues `job` in FIFO order on `worker`, in the queue of its kind (see the module docs);
+/// the trigger carries the job's flags, which every job of that queue has, so it is counted
+/// and dropped exactly as the job it runs or discards would be.
 pub(crate) fn push_fifo(worker: &WorkerThread, job: Job) {
-    let flags = job.flags();
-    let fifo = FIFO.with(|f| {
-        f.borrow_mut()
-            .get_or_insert_with(|| {
-                Arc::new(Fifo {
+    let kind = Kind {
+        lane: worker.lane(),
+        flags: job.flags(),
+    };
+    let fifo = FIFOS.with(|fifos| {
+        let mut fifos = fifos.borrow_mut();
+        match fifos.iter().find(|(k, _)| *k == kind) {
+            Some((_, fifo)) => fifo.clone(),
+            None => {
+                let fifo = Arc::new(Fifo {
                     jobs: Injector::new(),
-                })
-            })
-            .clone()
+                });
+                fifos.push((kind, fifo.clone()));
+                fifo
+            }
+        }
     });
     fifo.jobs.push(job);
-    // The trigger: run or discarded, it runs or discards the oldest job of `fifo`.
-    worker.submit_local(Job::deferred(fifo, flags), None);
+    // The trigger, onto our deque of `kind.lane` (the running task's lane): run or
+    // discarded, it runs or discards the oldest job of `fifo`, one with its flags.
+    worker.submit_local(Job::deferred(fifo, kind.flags), None);
 }
 
 impl Pool {

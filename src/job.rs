@@ -45,8 +45,8 @@ pub(crate) const DISCARDABLE: u8 = 4;
 pub(crate) const STACK: u8 = 8;
 /// The job went through the injector (counted once, when a worker takes it up).
 pub(crate) const INJECTED: u8 = 16;
-/// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up moves
-/// the jobs into its own deque instead of running it (see `WorkerThread::execute`).
+/// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up claims
+/// its jobs one at a time instead of running it (see `WorkerThread::take_up`).
 pub(crate) const BUNDLE: u8 = 32;
 
 pub(crate) struct Job {
@@ -237,8 +237,9 @@ impl Job {
     /// A job that stands for one job of `source`, taken only when this one is run or
     /// discarded; it then runs or discards that job and returns *its* outcome, so the pair
     /// counts as that one job (a cancelled task is `Skipped` also when dropped by
-    /// `shutdown_now`). `flags` should be that job's. FIFO spawns push these as triggers
-    /// (`src/fifo.rs`).
+    /// `shutdown_now`). `flags` must be those of every job `source` may hand out: purge,
+    /// `shutdown_now` and the counters decide by them. FIFO spawns push these as triggers
+    /// (`src/fifo.rs`, one source per kind of job).
     pub(crate) fn deferred<S: JobSource + 'static>(source: Arc<S>, flags: u8) -> Job {
         let mut payload = Payload::uninit();
         // SAFETY: an `Arc` is one pointer, which a payload has room for.
@@ -366,7 +367,7 @@ impl Drop for Bundle {
 
 /// A two-word queue entry for a worker's join deque: a function and the address of what it
 /// runs. It carries `join`'s second halves (the address of a stack job, `join.rs`) and, in a
-/// pool with one lane and no latency tracking, scope tasks (a boxed closure, `scope.rs`).
+/// pool with one lane, no latency tracking and LIFO deques, scope tasks (`scope.rs`).
 ///
 /// These do not go through the `Job` deques because of the size of a `Job`. crossbeam copies
 /// a slot with a volatile read or write of the whole element. A five-word `Job` is

@@ -87,6 +87,7 @@
 //! | `v.par_iter().map(m).reduce(id, r)` | [`map_reduce`]`(&v, id, m, r)` |
 //! | `v.par_sort()`, `par_sort_by`, `par_sort_unstable`, `par_sort_unstable_by` | [`par_sort`]`(&mut v)`, [`par_sort_by`], [`par_sort_unstable`], [`par_sort_unstable_by`] |
 //! | `(0..n).into_par_iter().for_each(f)` | [`Pool::for_each`]`(0..n, None, f)` |
+//! | `breadth_first()` (deprecated) | [`PoolBuilder::fifo`]: each worker runs every task it spawned oldest first, a scope's spawns included |
 //!
 //! Deliberate differences:
 //!
@@ -99,6 +100,11 @@
 //! * **A panicking task does not abort the process**: it is caught, counted, handed to the
 //!   [`panic_handler`](PoolBuilder::panic_handler) and to the task's handle (rayon aborts on a
 //!   panic in `spawn` without a handler).
+//! * **A [`thread_name`](PoolBuilder::thread_name) callback that panics** makes
+//!   [`build`](PoolBuilder::build) return [`BuildError::ThreadNamePanicked`] (and
+//!   [`Pool::resize`] its error) instead of letting the panic propagate, as rayon's builder
+//!   does: a pool that grows at run time cannot unwind through its caller half-resized, and
+//!   `build` reports it the same way.
 //! * **Dropping a [`Pool`] shuts it down and joins its threads**, after the queued tasks ran
 //!   (rayon's drop returns at once and lets the threads finish later).
 //! * **No parallel iterator adaptors** (`filter().map().collect()` chains): the slice helpers

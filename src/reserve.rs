@@ -208,7 +208,9 @@ impl Reserve {
             let start = self.probe.load(std::sync::atomic::Ordering::Relaxed);
             self.probe
                 .store(start.wrapping_add(1), std::sync::atomic::Ordering::Relaxed);
-            if let Some(job) = queue.steal(start) {
+            // The front first, as a worker looks (the rest of a batch taken up comes before
+            // what was queued after it).
+            if let Some(job) = Reserve::claim_front(reg, lane).or_else(|| queue.steal(start)) {
                 self.execute(reg, job, lane);
                 return true;
             }
@@ -261,9 +263,22 @@ impl Reserve {
         reg.run_off_worker(shard, job, lane);
     }
 
-    /// The next job of a bundle, to run now; the bundle's entry goes back to the end of the
-    /// lane's shared queue for the rest, for the workers (woken for them as for any push) or
-    /// the reserve's next round. Never kept aside: a job of the bundle may be what this one
+    /// The next job of the oldest bundle on the front of `lane`'s shared queue, as a
+    /// worker's `claim_front` (no handle kept: the reserve takes one task per wake).
+    fn claim_front(reg: &Registry, lane: usize) -> Option<Job> {
+        let (job, handle) = reg.lanes[lane]
+            .shared
+            .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
+        reg.release_bundle(handle);
+        reg.counters
+            .external()
+            .lane_shared(LaneStat::Claimed, lane, 1);
+        Some(job)
+    }
+
+    /// The next job of a bundle, to run now; the bundle goes back to the front of the lane's
+    /// shared queue for the rest (`SharedQueue::put_front`), for the workers (woken for them
+    /// as for any push) or the reserve's next round. Never kept aside: a job of the bundle may be what this one
     /// waits for. `None` if the bundle was emptied meanwhile.
     fn unbundle(reg: &Registry, entry: Job, lane: usize) -> Option<Job> {
         let bundle = entry.into_bundle();
@@ -278,7 +293,7 @@ impl Reserve {
         if rest == 0 {
             reg.bundle_entry_dropped(lane, bundle);
         } else {
-            reg.lanes[lane].shared.push(Job::bundle_entry(bundle));
+            reg.lanes[lane].shared.put_front(bundle);
             reg.sleep.notify_new_work_n(rest);
         }
         Some(first)

@@ -24,18 +24,28 @@
 //! (`Ring::next`) and pushes there. Consumers drain the old ring, then move the queue's
 //! `front` on. Rings are freed with the queue, never before, so a consumer never reads freed
 //! memory (no epoch scheme needed); a queue's memory is at most twice its largest backlog.
+//!
+//! **The front.** A batch from outside is one queue entry, a bundle (`Job::bundle`). The
+//! worker that takes it up claims its first job and puts the bundle on the queue's *front*
+//! (`put_front`), which every consumer looks at before the rings and the injector
+//! (`claim_front`, `steal`): so the batch's other jobs are taken, one at a time and in
+//! order, before anything its submitter queued after it, as if each had been queued alone.
 
 use crate::deque::{Injector, Steal};
-use crate::job::{Job, INJECTED};
+use crate::job::{Bundle, Job, INJECTED};
 use crate::metrics::counters::{Shard, Stat};
 use crate::sync::{
-    canary, facade_thread_local, AtomicBool, AtomicPtr, AtomicUsize, Canary, Ordering, UnsafeCell,
+    canary, facade_thread_local, Arc, AtomicBool, AtomicPtr, AtomicUsize, Canary, Mutex, Ordering,
+    UnsafeCell,
 };
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
+use std::sync::atomic::{
+    AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize, Ordering as StdOrdering,
+};
 // std's `Arc`, also under loom: a queue is held by the threads that claimed it (in their
 // thread-locals) as well as by its lane, and its count is no part of the protocol.
 use std::sync::Arc as Held;
@@ -54,6 +64,15 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 
 /// One lane's shared queue.
 pub(crate) struct SharedQueue {
+    /// Bundles taken up from this queue with jobs left, oldest first (see the module docs).
+    /// Each is one queue entry for as long as it is here.
+    front: Mutex<VecDeque<Arc<Bundle>>>,
+    /// `front`'s length, stored under its lock and read without it (`is_empty`, `len`).
+    /// std's atomic also under loom, which explores the front's interleavings through its
+    /// lock and the re-check's through the fences F1 and F2 around this length (as around a
+    /// deque's indices); a loom atomic here put a branch point in every look for work, and
+    /// `loom_batch_wakes_enough_workers` explored 2.4 times the executions.
+    front_len: StdAtomicUsize,
     injector: Injector<Job>,
     /// Spawned jobs handed back (see the module docs).
     spawned: Injector<Job>,
@@ -79,6 +98,8 @@ impl SharedQueue {
     /// under loom in the models not written for them).
     pub(crate) fn new(rings: usize) -> SharedQueue {
         SharedQueue {
+            front: Mutex::new(VecDeque::new()),
+            front_len: StdAtomicUsize::new(0),
             injector: Injector::new(),
             spawned: Injector::new(),
             spawned_len: AtomicUsize::new(0),
@@ -107,6 +128,75 @@ impl SharedQueue {
             self.spawned_len.fetch_add(1, Ordering::Release);
             true
         }
+    }
+
+    /// Puts a bundle taken up from this queue, with jobs left, on the front, behind the
+    /// bundles there (taken up before it). The caller then does F1 and the state test
+    /// (`notify_new_work_n`), as after any push.
+    pub(crate) fn put_front(&self, bundle: Arc<Bundle>) {
+        let mut front = self.front.lock();
+        front.push_back(bundle);
+        // Release: pairs with the Acquire in `front_is_empty`, as a deque's push with its
+        // `is_empty`; the sleep protocol's order comes from the caller's F1 after this store
+        // and the re-check's F2 before the load (sleep/README.md, "Bundles").
+        self.front_len.store(front.len(), StdOrdering::Release);
+    }
+
+    /// Claims the next job of the oldest bundle on the front, and a handle on that bundle for
+    /// the caller to claim the rest from (`WorkerThread::claim_current`); `None` if the front
+    /// is empty. A bundle found emptied (by holders of handles) is taken off the front and
+    /// handed to `dropped`, as is one whose last job this claim took: its entry leaves the
+    /// queues (`Registry::bundle_entry_dropped`).
+    pub(crate) fn claim_front(
+        &self,
+        mut dropped: impl FnMut(Arc<Bundle>),
+    ) -> Option<(Job, Arc<Bundle>)> {
+        if self.front_is_empty() {
+            return None;
+        }
+        let mut emptied = Vec::new();
+        let found = {
+            let mut front = self.front.lock();
+            let found = loop {
+                let Some(bundle) = front.front() else {
+                    break None;
+                };
+                if let Some(job) = bundle.claim() {
+                    let handle = bundle.clone();
+                    if handle.remaining() == 0 {
+                        emptied.extend(front.pop_front());
+                    }
+                    break Some((job, handle));
+                }
+                emptied.extend(front.pop_front());
+            };
+            // Release: as in `put_front`.
+            self.front_len.store(front.len(), StdOrdering::Release);
+            found
+        };
+        // Off the lock: the last handle's drop recycles the buffer under another lock.
+        emptied.into_iter().for_each(&mut dropped);
+        found
+    }
+
+    /// Whether the front holds no bundle (one load).
+    #[inline]
+    pub(crate) fn front_is_empty(&self) -> bool {
+        // Acquire: pairs with the Release stores of `put_front` and `claim_front`.
+        self.front_len.load(StdOrdering::Acquire) == 0
+    }
+
+    /// The oldest bundle on the front, whole, as a queue entry (`steal`: purge and the lane
+    /// reserve take bundles apart themselves).
+    fn steal_front(&self) -> Option<Job> {
+        if self.front_is_empty() {
+            return None;
+        }
+        let mut front = self.front.lock();
+        let bundle = front.pop_front();
+        // Release: as in `put_front`.
+        self.front_len.store(front.len(), StdOrdering::Release);
+        bundle.map(Job::bundle_entry)
     }
 
     /// Queues a job submitted from outside the pool, onto the calling thread's ring (claimed
@@ -216,17 +306,22 @@ impl SharedQueue {
         None
     }
 
-    /// The oldest job of one of the lane's sources: the rings and the injector, looked at
-    /// from a place `start` picks (workers pass a counter of theirs, so that no source waits
-    /// behind another that is always refilled). The injector's `Retry` is retried here, and
-    /// so is a ring's head that another consumer took first: `None` means every source was
-    /// seen empty (for `purge`, the lane reserve and the tests).
+    /// The oldest bundle on the front, whole, as an entry; else the oldest job of one of the
+    /// lane's sources: the rings and the injector, looked at from a place `start` picks
+    /// (workers pass a counter of theirs, so that no source waits behind another that is
+    /// always refilled). The injector's `Retry` is retried here, and so is a ring's head that
+    /// another consumer took first: `None` means every source was seen empty (for `purge`,
+    /// the lane reserve and the tests).
     #[inline]
     pub(crate) fn steal(&self, start: usize) -> Option<Job> {
+        if let Some(entry) = self.steal_front() {
+            return Some(entry);
+        }
         self.steal_from(start, OnLost::Retry).map(|(job, _)| job)
     }
 
-    /// A worker's `steal`, saying where the job came from: the index of a ring (for
+    /// A worker's `steal` of the rings and the injector (it looks at the front first itself,
+    /// `claim_front`), saying where the job came from: the index of a ring (for
     /// `steal_ring`), or `INJECTOR`. A ring whose head another consumer took between our
     /// look and our CAS is passed over rather than tried again (`OnLost::GiveUp`), so `None`
     /// may leave jobs in a ring that others are taking from; the worker's search loop comes
@@ -345,7 +440,8 @@ impl SharedQueue {
     /// heavy barrier, so it sees every push made before the pusher's F1 or light barrier).
     pub(crate) fn is_empty(&self) -> bool {
         let n = self.used();
-        self.injector.is_empty()
+        self.front_is_empty()
+            && self.injector.is_empty()
             && self.has_no_spawned()
             && self.submitters[..n].iter().all(|q| q.is_empty())
     }
@@ -359,10 +455,12 @@ impl SharedQueue {
             .sum()
     }
 
-    /// Jobs queued, a gauge.
+    /// Entries queued (a bundle on the front is one), a gauge.
     pub(crate) fn len(&self) -> usize {
         let n = self.used();
-        self.injector.len()
+        // Relaxed: a gauge; it orders nothing.
+        self.front_len.load(StdOrdering::Relaxed)
+            + self.injector.len()
             + self.spawned.len()
             + self.submitters[..n].iter().map(|q| q.len()).sum::<usize>()
     }

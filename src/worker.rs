@@ -139,6 +139,9 @@ pub(crate) struct WorkerThread {
     kept_set: Cell<bool>,
     /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
     plain: bool,
+    /// `plain`, in a pool not built with `fifo()`: scope tasks spawned here take the
+    /// two-word path through our join deque (`spawns_by_ref`).
+    spawns_by_ref: bool,
     /// One lane with latency tracking: `execute` times the task and nothing else
     /// (`run_timed`).
     timed: bool,
@@ -177,8 +180,6 @@ pub(crate) struct WorkerThread {
 /// A bundle a worker claims jobs from (`WorkerThread::current`).
 struct Current {
     bundle: Arc<Bundle>,
-    /// Its entry came from another worker's deque: what we claim counts as stolen.
-    stolen: bool,
 }
 
 /// Why `main_loop` returned.
@@ -219,6 +220,7 @@ pub(crate) fn run(
     let shard = NonNull::from(registry.counters.worker(index));
     let worker = WorkerThread {
         plain: lanes == 1 && registry.latency.is_none(),
+        spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
         timed: lanes == 1 && registry.latency.is_some(),
         index,
         locals,
@@ -562,8 +564,8 @@ impl WorkerThread {
         while let Some(job) = reg.mailboxes.take(self.index) {
             self.execute(job, 0);
         }
-        // A bundle we claimed from keeps its entry in a queue (ours, moved below, or a
-        // thief's): letting go of our handle leaves its jobs to whoever takes that up.
+        // A bundle we claimed from keeps its entry on the front of its lane's shared queue
+        // while it has jobs: letting go of our handle leaves them to the others there.
         for current in self.current.iter() {
             if let Some(current) = current.borrow_mut().take() {
                 reg.release_bundle(current.bundle);
@@ -600,9 +602,9 @@ impl WorkerThread {
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
     /// sleep/README.md by waking one more worker if work is still queued (the chain).
     ///
-    /// "Queued" means in any queue, other workers' deques included: a bundle's entry put back
-    /// on a deque, or jobs a task spawned there, are found only by a searcher if that
-    /// worker then runs a long (or blocking) task. Looking only at our own deque and
+    /// "Queued" means in any queue, other workers' deques included: jobs a task spawned
+    /// there are found only by a searcher if that worker then runs a long (or blocking)
+    /// task. Looking only at our own deque and
     /// the shared queues left such jobs unrun while workers slept (tests/resize.rs, four
     /// tasks that wait for each other on four workers).
     fn stop_searching(&self) {

@@ -1,7 +1,8 @@
 //! FIFO within a lane: tasks submitted from one thread start in the order they were submitted
 //! (threadpool's `test_shrink`). A worker takes one task at a time from the shared queue,
 //! never a batch that would wait behind its own long task while idle workers take younger
-//! tasks.
+//! tasks; from a batch's bundle too, whose rest waits on the front of the shared queue.
+//! And FIFO spawns from a worker: each trigger runs or drops a task of its own kind.
 mod common;
 
 use common::{eventually, watchdog, Gate};
@@ -211,5 +212,125 @@ fn a_task_kept_from_a_pause_counts_as_queued() {
         }
         stop.store(true, Ordering::SeqCst);
         pool.wait().unwrap();
+    });
+}
+
+/// A task on one worker opens a scope, spawns scope task Y with `Scope::spawn_fifo`, then task
+/// X with `Pool::spawn_fifo`, and blocks until the pool is purged (`shutdown_now` false) or
+/// shut down by `shutdown_now`; then its scope ends. Y is a scope task, which must run (its
+/// scope waits for it); X may be dropped. Returns whether each ran, `(y, x)`, and what the
+/// purge or the shutdown returned.
+fn scope_fifo_and_pool_fifo_spawn(shutdown_now: bool) -> (bool, bool, u64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+    let (y_ran, x_ran) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (spawned, gate) = (Gate::new(), Gate::new());
+    let task = {
+        let (p, y_ran, x_ran) = (pool.clone(), y_ran.clone(), x_ran.clone());
+        let (spawned, gate) = (spawned.clone(), gate.clone());
+        pool.spawn(move || {
+            p.scope(|s| {
+                s.spawn_fifo(move |_| y_ran.store(true, Ordering::SeqCst));
+                drop(p.spawn_fifo(move || x_ran.store(true, Ordering::SeqCst)));
+                spawned.open();
+                gate.wait();
+            })
+        })
+    };
+    spawned.wait();
+    let dropped = if shutdown_now {
+        // The task goes on once the shutdown has begun; `shutdown_now` returns once it ended.
+        let opener = common::open_when_shut_down(&pool, &gate);
+        let dropped = pool.shutdown_now().unwrap();
+        opener.join().unwrap();
+        dropped
+    } else {
+        let dropped = pool.purge() as u64;
+        gate.open();
+        dropped
+    };
+    task.join().unwrap();
+    pool.shutdown().unwrap();
+    let ran = (y_ran.load(Ordering::SeqCst), x_ran.load(Ordering::SeqCst));
+    (ran.0, ran.1, dropped)
+}
+
+/// A purge drops a `Pool::spawn_fifo` task and keeps a scope's `spawn_fifo` task spawned
+/// before it on the same worker: a FIFO trigger runs or drops a job of its own kind. (With one
+/// FIFO queue per worker for every kind, the trigger of X, which may be dropped, dropped the
+/// oldest job, Y, and the scope waited for ever.)
+#[test]
+fn purge_drops_the_pool_fifo_task_and_keeps_the_scope_fifo_task() {
+    watchdog(
+        20,
+        "purge with a scope's and a pool's FIFO spawns queued",
+        || {
+            assert_eq!(scope_fifo_and_pool_fifo_spawn(false), (true, false, 1));
+        },
+    );
+}
+
+/// As above with `shutdown_now` in place of the purge: it drops X, and the scope runs Y.
+#[test]
+fn shutdown_now_keeps_the_scope_fifo_task() {
+    watchdog(
+        20,
+        "shutdown_now with a scope's and a pool's FIFO spawns queued",
+        || {
+            assert_eq!(scope_fifo_and_pool_fifo_spawn(true), (true, false, 1));
+        },
+    );
+}
+
+/// A batch's tasks start before a task the same thread submits after it, also once a worker
+/// has taken the batch up and runs its first task for long. Two workers, one busy; a batch
+/// of 16 (task 0 blocks) then task X (16); the busy worker is freed while task 0 still
+/// blocks, and it runs the rest alone: tasks 1 to 15, then X. (The rest of a batch taken up
+/// from the shared queue used to wait on the taker's own deque, which a free worker looks at
+/// after the shared queue: `[0, 16, 1, 2, …, 15]`.)
+#[test]
+fn a_batch_taken_up_is_not_overtaken_by_a_later_task() {
+    watchdog(20, "a batch, then a task, on two workers", || {
+        for lanes in [false, true] {
+            let mut builder = Pool::builder().workers(2);
+            if lanes {
+                builder = builder.lanes(&[("a", 1), ("b", 1)]);
+            }
+            let pool = builder.build().unwrap();
+            let (busy, first) = (Gate::new(), Gate::new());
+            let started = Arc::new(Mutex::new(Vec::new()));
+            let (tx, rx) = std::sync::mpsc::channel();
+            {
+                let busy = busy.clone();
+                pool.submit(move || {
+                    tx.send(()).unwrap();
+                    busy.wait();
+                })
+                .unwrap();
+            }
+            rx.recv().unwrap();
+            let task = |i: usize| {
+                let (started, first) = (started.clone(), first.clone());
+                move || {
+                    started.lock().unwrap().push(i);
+                    if i == 0 {
+                        first.wait();
+                    }
+                }
+            };
+            assert_eq!(pool.submit_batch((0..16).map(task)).unwrap(), 16);
+            pool.submit(task(16)).unwrap();
+            eventually(|| started.lock().unwrap().len() == 1);
+            busy.open();
+            eventually(|| started.lock().unwrap().len() == 17);
+            first.open();
+            pool.wait().unwrap();
+            let want: Vec<usize> = (0..17).collect();
+            assert_eq!(*started.lock().unwrap(), want, "lanes: {lanes}");
+            pool.shutdown().unwrap();
+        }
     });
 }

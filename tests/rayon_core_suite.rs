@@ -303,7 +303,12 @@ fn a_task_panic_does_not_stop_the_body() {
 
 /// On a one-worker pool: a scope whose ten tasks each spawn ten more into it.
 fn two_level_scope_order(order: Order) -> Vec<u32> {
-    one_worker().install(|| {
+    two_level_scope_order_on(&one_worker(), order)
+}
+
+/// `two_level_scope_order` on `pool`.
+fn two_level_scope_order_on(pool: &Pool, order: Order) -> Vec<u32> {
+    pool.install(|| {
         let seen = Mutex::new(Vec::new());
         scope_of(order, |s| {
             let seen = &seen;
@@ -339,7 +344,12 @@ fn scope_fifo_spawns_two_levels_deep_run_fifo_on_one_worker() {
 
 /// On a one-worker pool: ten outer tasks, each running an inner scope of ten tasks.
 fn nested_scope_order(outer: Order, inner: Order) -> Vec<u32> {
-    one_worker().install(|| {
+    nested_scope_order_on(&one_worker(), outer, inner)
+}
+
+/// `nested_scope_order` on `pool`.
+fn nested_scope_order_on(pool: &Pool, outer: Order, inner: Order) -> Vec<u32> {
+    pool.install(|| {
         let seen = Mutex::new(Vec::new());
         scope_of(outer, |s| {
             let seen = &seen;
@@ -401,7 +411,12 @@ fn nested_scopes_lifo_inside_fifo() {
 /// On a one-worker pool: spawns into an outer and an inner scope, interleaved (the inner
 /// scope's values negative).
 fn mixed_scope_order(outer: Order, inner: Order) -> Vec<i32> {
-    one_worker().install(|| {
+    mixed_scope_order_on(&one_worker(), outer, inner)
+}
+
+/// `mixed_scope_order` on `pool`.
+fn mixed_scope_order_on(pool: &Pool, outer: Order, inner: Order) -> Vec<i32> {
+    pool.install(|| {
         let seen = Mutex::new(Vec::new());
         scope_of(outer, |o| {
             let seen = &seen;
@@ -470,8 +485,9 @@ fn an_inner_scope_returns_before_its_owner_runs_an_outer_task() {
 
 // Mirrors rayon's scope `mixed_fifo_order`. rayon keeps a FIFO queue per scope (per worker),
 // so the inner scope's and the outer scope's FIFO spawns alternate ([-1, 0, -2, 1, -3, 2, 3]);
-// flock keeps one per worker thread, and documents that the FIFO spawns of one worker start
-// in the order they were made, whatever their scope.
+// flock keeps one per worker thread and kind of spawn (a scope's tasks all have one kind), and
+// documents that the FIFO spawns of one kind from one worker start in the order they were
+// made, whatever their scope (`src/fifo.rs`).
 #[test]
 fn mixed_scopes_fifo_and_fifo() {
     watchdog(LIMIT, "mixed fifo", || {
@@ -507,6 +523,84 @@ fn mixed_scopes_fifo_outside_lifo_inside() {
         all_seven_ran_once(&seen);
         assert_eq!(only(&seen, |v| v < 0), [-3, -2, -1], "{seen:?}");
         assert_eq!(only(&seen, |v| v >= 0), [0, 1, 2, 3], "{seen:?}");
+    });
+}
+
+/// A one-worker pool built with `fifo()`: each worker runs the tasks it spawned oldest first
+/// (rayon's `breadth_first()`), a scope's `spawn` too.
+fn one_fifo_worker() -> Pool {
+    Pool::builder().workers(1).fifo().build().unwrap()
+}
+
+// The issue's own case: ten scope spawns from inside a `fifo()` pool run oldest first, as the
+// same scope does from outside the pool.
+#[test]
+fn a_fifo_pools_scope_spawns_from_a_worker_run_oldest_first() {
+    watchdog(LIMIT, "fifo pool scope", || {
+        let pool = one_fifo_worker();
+        fn spawn_ten<'scope>(s: &Scope<'scope>, order: &'scope Mutex<Vec<u32>>) {
+            for i in 0..10 {
+                s.spawn(move |_| order.lock().unwrap().push(i));
+            }
+        }
+        let order = Mutex::new(Vec::new());
+        pool.install(|| pool.scope(|s| spawn_ten(s, &order)));
+        pool.scope(|s| spawn_ten(s, &order));
+        let want: Vec<u32> = (0..10).chain(0..10).collect();
+        assert_eq!(order.into_inner().unwrap(), want);
+    });
+}
+
+// Mirrors rayon's scope `lifo_order` on a pool built with `fifo()` (rayon: `breadth_first()`):
+// the spawns run oldest first.
+#[test]
+fn scope_spawns_two_levels_deep_run_fifo_on_a_fifo_pool() {
+    watchdog(LIMIT, "scope order on a fifo pool", || {
+        let want: Vec<u32> = (0..100).collect();
+        assert_eq!(
+            two_level_scope_order_on(&one_fifo_worker(), Order::Lifo),
+            want
+        );
+    });
+}
+
+// Mirrors rayon's `nested_lifo_order` on a `fifo()` pool: an outer task's inner scope waits,
+// and the worker runs meanwhile what it spawned first (the next outer task), so every inner
+// scope opens before the first inner task runs, and the inner tasks run oldest first.
+#[test]
+fn nested_scopes_on_a_fifo_pool_run_oldest_first() {
+    watchdog(LIMIT, "nested scopes on a fifo pool", || {
+        let want: Vec<u32> = (0..100).collect();
+        let pool = one_fifo_worker();
+        assert_eq!(nested_scope_order_on(&pool, Order::Lifo, Order::Lifo), want);
+    });
+}
+
+// Mirrors rayon's `nested_lifo_fifo_order` on a `fifo()` pool: outer `spawn`, inner
+// `spawn_fifo`, all oldest first.
+#[test]
+fn nested_fifo_scopes_inside_a_fifo_pools_scope_run_oldest_first() {
+    watchdog(LIMIT, "nested fifo scopes on a fifo pool", || {
+        let want: Vec<u32> = (0..100).collect();
+        let pool = one_fifo_worker();
+        assert_eq!(nested_scope_order_on(&pool, Order::Lifo, Order::Fifo), want);
+    });
+}
+
+// Mirrors rayon's scope `mixed_lifo_order` on a `fifo()` pool: the inner scope's wait runs
+// the worker's spawns oldest first, the outer scope's among them, and returns once its own
+// three have run.
+#[test]
+fn mixed_scopes_on_a_fifo_pool_run_oldest_first() {
+    watchdog(LIMIT, "mixed scopes on a fifo pool", || {
+        let pool = one_fifo_worker();
+        for inner in [Order::Lifo, Order::Fifo] {
+            assert_eq!(
+                mixed_scope_order_on(&pool, Order::Lifo, inner),
+                [0, -1, 1, -2, 2, -3, 3],
+                "inner {inner:?}"
+            );
+        }
     });
 }
 

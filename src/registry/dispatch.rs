@@ -156,8 +156,8 @@ impl Registry {
     /// Queues admitted jobs on `lane`'s shared queue and wakes workers for them. From
     /// `MIN_BUNDLE` jobs on they go as one bundle (one push instead of one per job, the
     /// submitter's main cost in a batch); the worker that takes it up claims the jobs one by
-    /// one and keeps its entry on its own deque meanwhile, where the others steal it and
-    /// claim from it too (`WorkerThread::take_up`). Leaves `jobs` empty (its buffer gone
+    /// one and leaves the bundle on the front of the lane's shared queue meanwhile, where the
+    /// others claim from it too, before anything queued after it (`WorkerThread::take_up`). Leaves `jobs` empty (its buffer gone
     /// with the bundle).
     fn queue_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
         let n = jobs.len();
@@ -176,7 +176,8 @@ impl Registry {
                 .push_submitted(Job::bundle(std::mem::take(jobs)), None);
         }
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
-        // takes it up search (spin), steal its entry from that one's deque and claim from it.
+        // takes it up search (spin), find it on the front of the shared queue and claim
+        // from it.
         self.sleep.notify_new_work_n(n);
         if let Some(reserve) = &self.reserve {
             reserve.notify(self, lane);

@@ -1,38 +1,28 @@
 //! Finding work, the worker's side of the queues: the bundle we took up last, our own deque,
 //! the submitter's ring we took our last job from, our join halves, the broadcast mailbox,
-//! the lane's shared queue (its rings and injector; taking up a bundle found there), then the
-//! other workers' join deques and deques. With several lanes, start-time fair queueing picks
+//! the lane's shared queue (the bundles on its front, then its rings and injector; taking up
+//! a bundle found there), then the other workers' join deques and deques. With several lanes, start-time fair queueing picks
 //! the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from
 //! inside a task.
 //! What is found is run by `worker/execute.rs`.
 
 use super::{Current, WorkerThread};
 use crate::deque::Steal;
-use crate::job::{Job, BUNDLE};
+use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
 use crate::registry::Registry;
 use crate::submitq::INJECTOR;
+use crate::sync::Arc;
 
 /// The most jobs a worker takes in a row from the ring it holds (`take_held_ring`) before
 /// it looks at every source of the lane again.
 const HOLD_TAKES: u32 = 32;
 
-/// Where a worker took a bundle's entry from (`WorkerThread::take_up`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Took {
-    /// The lane's shared queue.
-    Shared,
-    /// Our own deque.
-    Own,
-    /// Another worker's deque.
-    Stolen,
-}
-
 impl WorkerThread {
     /// The bundle we took up last, then our own deque, then (one lane) the submitter's ring
     /// we took our last job from, if our join deque and mailbox are empty; then our join
-    /// halves, the broadcast mailbox, the lane's shared queue (the submitters' rings and the
-    /// injector, one job at a time), then the other workers' join deques and deques from a
+    /// halves, the broadcast mailbox, the lane's shared queue (the bundles on its front, then
+    /// the submitters' rings and the injector, one job at a time), then the other workers' join deques and deques from a
     /// random victim. `Steal::Retry` is retried, never taken for empty. With several lanes,
     /// the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and its lane.
     #[inline]
@@ -66,7 +56,13 @@ impl WorkerThread {
             return None;
         }
         let left = self.held_left.get();
-        if left == 0 || !self.joins.is_empty() || self.registry.mailboxes.has(self.index) {
+        // The front of the lane's shared queue (the rest of a batch taken up) comes before
+        // every ring: `take_from_lane_shared` looks there first.
+        if left == 0
+            || !self.joins.is_empty()
+            || self.registry.mailboxes.has(self.index)
+            || !self.registry.lanes[0].shared.front_is_empty()
+        {
             self.held_ring.set(INJECTOR);
             return None;
         }
@@ -77,7 +73,7 @@ impl WorkerThread {
             }
             Some(entry) => {
                 self.held_ring.set(INJECTOR);
-                self.take_up(entry, 0, Took::Shared)
+                self.take_up(entry, 0)
             }
             None => {
                 self.held_ring.set(INJECTOR);
@@ -179,16 +175,19 @@ impl WorkerThread {
         self.take_from_lane_shared(lane)
     }
 
-    /// `take_from_lane` once our bundle and deque are empty: the lane's shared queue (kept
-    /// out of line, so the common pop pays no large frame).
+    /// `take_from_lane` once our bundle and deque are empty: the lane's shared queue, its
+    /// front first (kept out of line, so the common pop pays no large frame).
     #[inline(never)]
     fn take_from_lane_shared(&self, lane: usize) -> Option<Job> {
+        if let Some(job) = self.claim_front(lane) {
+            return Some(job);
+        }
         loop {
             let entry = self.steal_from_injector(lane)?;
             if entry.flags() & BUNDLE == 0 {
                 return Some(entry);
             }
-            if let Some(job) = self.take_up(entry, lane, Took::Shared) {
+            if let Some(job) = self.take_up(entry, lane) {
                 return Some(job);
             }
             // An emptied bundle's entry: look again, from the top.
@@ -198,7 +197,8 @@ impl WorkerThread {
         }
     }
 
-    /// The most recent job on our deque of `lane`; a bundle's entry there is taken up.
+    /// The most recent job on our deque of `lane` (never a bundle's entry: those stay in
+    /// the shared queues, `take_up`).
     #[inline]
     pub(super) fn pop_own(&self, lane: usize) -> Option<Job> {
         let local = &self.locals[lane];
@@ -209,29 +209,12 @@ impl WorkerThread {
         if !cfg!(flock_loom) && local.is_empty() {
             return None;
         }
-        let job = local.pop()?;
-        if job.flags() & BUNDLE == 0 {
-            return Some(job);
-        }
-        self.pop_own_bundle(job, lane)
+        local.pop()
     }
 
-    /// `pop_own` found a bundle's entry: take it up, or go on popping if it was emptied.
-    #[inline(never)]
-    fn pop_own_bundle(&self, mut entry: Job, lane: usize) -> Option<Job> {
-        loop {
-            if let Some(job) = self.take_up(entry, lane, Took::Own) {
-                return Some(job);
-            }
-            entry = self.locals[lane].pop()?;
-            if entry.flags() & BUNDLE == 0 {
-                return Some(entry);
-            }
-        }
-    }
-
-    /// The next job of the bundle we took up last in `lane`, if it has one left (others
-    /// claim from it too once its entry is stolen); an emptied bundle is let go.
+    /// The next job of the bundle we took up or claimed from last in `lane`, if it has one
+    /// left (others claim from it too, through the front of the shared queue); an emptied
+    /// bundle is let go.
     #[inline]
     fn claim_current(&self, lane: usize) -> Option<Job> {
         if self.holding.get() & (1 << lane) == 0 {
@@ -244,9 +227,8 @@ impl WorkerThread {
         let mut slot = self.current[lane].borrow_mut();
         let current = slot.as_ref()?;
         if let Some(job) = current.bundle.claim() {
-            let stolen = current.stolen;
             drop(slot);
-            self.count_claim(lane, stolen);
+            self.count_claim(lane);
             return Some(job);
         }
         let done = slot.take().expect("checked above");
@@ -256,49 +238,63 @@ impl WorkerThread {
         None
     }
 
-    /// A bundle's entry just taken from a queue (`from`): claims its next job and, if jobs
-    /// are left, puts the entry on our deque, where thieves find it, and keeps a handle to
-    /// claim the rest from (`claim_current`): one claim per job instead of a push and a pop
-    /// (and the pop's fence) per job. `None` if all its jobs were claimed already.
+    /// The next job of the oldest bundle on the front of `lane`'s shared queue (the rest of
+    /// a batch another worker took up, `take_up`), keeping a handle to claim the next ones
+    /// from (`claim_current`).
+    fn claim_front(&self, lane: usize) -> Option<Job> {
+        let reg = &*self.registry;
+        let (job, bundle) = reg.lanes[lane]
+            .shared
+            .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
+        self.count_claim(lane);
+        self.hold(lane, bundle);
+        Some(job)
+    }
+
+    /// Claims the rest of `bundle` through our handle from now on (`claim_current`).
+    fn hold(&self, lane: usize, bundle: Arc<Bundle>) {
+        let previous = self.current[lane].replace(Some(Current { bundle }));
+        self.holding.set(self.holding.get() | 1 << lane);
+        if let Some(previous) = previous {
+            self.registry.release_bundle(previous.bundle);
+        }
+    }
+
+    /// A bundle's entry just taken from `lane`'s shared queue: claims its next job and, if jobs
+    /// are left, puts the bundle on the front of the lane's shared queue, where every worker
+    /// looks before the rest of that queue (so the batch is not overtaken by what its
+    /// submitter queued after it: "FIFO within a lane"), and keeps a handle to claim the
+    /// rest from (`claim_current`): one claim per job instead of a push and a pop (and the
+    /// pop's fence) per job. `None` if all its jobs were claimed already.
     ///
     /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
     /// of a worker here, which puts it back before it runs anything), so a worker that runs
     /// a long task, or waits for one of its siblings, leaves them to the others, as a deque
-    /// would. The entry is pushed before the wake (F1 of sleep/README.md, as in
+    /// would. The entry is put back before the wake (F1 of sleep/README.md, as in
     /// `submit_local_batch`).
-    fn take_up(&self, entry: Job, lane: usize, from: Took) -> Option<Job> {
+    fn take_up(&self, entry: Job, lane: usize) -> Option<Job> {
         let reg = &*self.registry;
         let bundle = entry.into_bundle();
         let Some(job) = bundle.claim() else {
             reg.bundle_entry_dropped(lane, bundle);
             return None;
         };
-        let stolen = from == Took::Stolen;
-        self.count_claim(lane, stolen);
+        self.count_claim(lane);
         let rest = bundle.remaining();
         if rest == 0 {
             reg.bundle_entry_dropped(lane, bundle);
             return Some(job);
         }
-        self.locals[lane].push(Job::bundle_entry(bundle.clone()));
-        // Also when the entry came from our own deque: a worker that looked at the queues
-        // between our pop and this push may have gone to sleep, and the next job we run may
-        // wait for one of its siblings.
+        reg.lanes[lane].shared.put_front(bundle.clone());
+        // A worker that looked at the queues between our take and this push may have gone to
+        // sleep, and the next job we run may wait for one of its siblings.
         reg.sleep.notify_new_work_n(rest);
-        let previous = self.current[lane].replace(Some(Current { bundle, stolen }));
-        self.holding.set(self.holding.get() | 1 << lane);
-        if let Some(previous) = previous {
-            reg.release_bundle(previous.bundle);
-        }
+        self.hold(lane, bundle);
         Some(job)
     }
 
-    fn count_claim(&self, lane: usize, stolen: bool) {
-        let shard = self.shard();
-        shard.lane_owned(LaneStat::Claimed, lane, 1);
-        if stolen {
-            shard.stat_owned(Stat::Stolen, 1);
-        }
+    fn count_claim(&self, lane: usize) {
+        self.shard().lane_owned(LaneStat::Claimed, lane, 1);
     }
 
     /// `flock::yield_to_lanes` on this worker, from inside a task of the running lane: while
@@ -372,7 +368,8 @@ impl WorkerThread {
     /// deque: a batch would sit behind the task we are about to run while idle workers take
     /// younger tasks (and our own pops run it newest first), so tasks of a lane would no
     /// longer start in the order they were submitted (tests/fifo.rs; threadpool's
-    /// `test_shrink`). Bulk submissions keep their amortisation through bundles.
+    /// `test_shrink`). Bulk submissions keep their amortisation through bundles, whose rest
+    /// waits on the queue's front (`take_up`).
     fn steal_from_injector(&self, lane: usize) -> Option<Job> {
         let start = self.probe.get();
         self.probe.set(start.wrapping_add(1));
@@ -424,13 +421,6 @@ impl WorkerThread {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
                     match reg.stealers[victim * lanes + lane].steal() {
-                        // A bundle's entry: what we claim from it counts as stolen, job by
-                        // job (its owner may go on claiming from it too).
-                        Steal::Success(job) if job.flags() & BUNDLE != 0 => {
-                            if let Some(job) = self.take_up(job, lane, Took::Stolen) {
-                                return Some((job, lane));
-                            }
-                        }
                         Steal::Success(job) => {
                             self.shard().stat_owned(Stat::Stolen, 1);
                             return Some((job, lane));

@@ -46,17 +46,20 @@ impl WorkerThread {
 
     /// Whether a scope task spawned here takes the two-word path through our join deque
     /// (`scope.rs`): in a pool with one lane and no latency tracking, whose `execute` has
-    /// nothing to do for a task but run it and count its end (`execute_ref`).
+    /// nothing to do for a task but run it and count its end (`execute_ref`), unless the
+    /// pool is built with `fifo()`. The join deque is LIFO in every pool (a join pops its
+    /// own half back), so there a worker's scope spawns go to its task deque, FIFO, as
+    /// `PoolBuilder::fifo` promises for every task a worker spawns.
     #[inline]
     pub(crate) fn spawns_by_ref(&self) -> bool {
-        self.plain
+        self.spawns_by_ref
     }
 
     /// A scope task spawned from inside the pool (`spawns_by_ref`): counted on our own shard
     /// as `submit_local` counts a task, and pushed onto our join deque, a local push.
     #[inline]
     pub(crate) fn submit_local_ref(&self, job: JobRef) {
-        debug_assert!(self.spawns_by_ref() && job.counted());
+        debug_assert!(self.spawns_by_ref && job.counted());
         let shard = self.shard();
         // Entered before the push, as in `submit_local` (a thief may run it at once).
         shard.add_owned(Proto::Entered, 1);

@@ -193,10 +193,11 @@ impl WorkerThread {
 
     /// While paused: a job spawned by a running task, from our own deques, then those handed
     /// back to the lanes' shared queues (by a retiring worker, or `purge`: the task we wait
-    /// for may be one), then other workers' deques. Deques may also hold the entry of a batch from outside (flag `INJECTED`)
-    /// that a worker claiming from it put there: its jobs wait for `resume`, so the entry
-    /// goes back to its lane's shared queue (moved, not copied: nothing lost, nothing run
-    /// twice; `resume` wakes every worker). A single job from outside taken as the pool got
+    /// for may be one), then other workers' deques. A job from outside (flag `INJECTED`) is
+    /// not put on a deque (the rest of a batch waits on the front of its lane's shared
+    /// queue); one found there would wait for `resume`, so it goes back to its lane's shared
+    /// queue (moved, not copied: nothing lost, nothing run twice; `resume` wakes every
+    /// worker). A single job from outside taken as the pool got
     /// paused is in no deque: its taker keeps it (`keep_for_resume`).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
         // Our own join halves first: spawned work, never from outside.
