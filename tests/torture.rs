@@ -1730,8 +1730,9 @@ fn final_checks(round: &Round) {
 static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 
 /// Keeps this test's deliberate panics quiet; others go to the default hook. A waker that
-/// panics on one of flock's threads is noted once (outside the captured output), because a
-/// process abort may follow (issue 37, case 3) and would otherwise leave no seed behind.
+/// panics on one of flock's threads is noted once (outside the captured output): flock
+/// catches it, and were it to escape into a worker loop the process would abort, leaving no
+/// seed behind but this line.
 fn install_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -1747,7 +1748,7 @@ fn install_hook() {
                     use std::io::Write;
                     let _ = writeln!(
                         std::io::stderr(),
-                        "torture: a waker panicked on {:?} in the round of seed {} (an abort that follows is issue 37 case 3)",
+                        "torture: a waker panicked on {:?} in the round of seed {} (caught by flock; an abort after this line means it escaped)",
                         thread.name(),
                         CURRENT_SEED.load(SeqCst)
                     );
@@ -1927,7 +1928,6 @@ fn async_admission_to_an_unknown_lane_is_counted_refused() {
 /// the entry itself: `debug_assert` "bundles are taken up, never run" fails on the worker
 /// (its thread dies), and the batch's other tasks never run, so `wait` never returns.
 #[test]
-#[ignore = "issue 37 follow-up: a task run by the stop-hook drain leaves a bundle entry that the drain runs as a job"]
 fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
     use std::sync::OnceLock;
     let armed = Arc::new(AtomicBool::new(false));
@@ -1961,14 +1961,20 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
             .unwrap(),
     );
     handle.set(Arc::downgrade(&pool)).unwrap();
-    // Worker 0 busy until the end, so the bundle waits in the shared queue for worker 1.
+    // Worker 0 busy until the end, so the bundle waits in the shared queue for worker 1: a
+    // broadcast call, which runs on worker 0 whichever worker a submit would have reached.
     let (release, hold) = mpsc::channel::<()>();
     let (busy_tx, busy) = mpsc::channel();
-    pool.submit(move || {
-        busy_tx.send(()).unwrap();
-        hold.recv().unwrap();
-    })
-    .unwrap();
+    let (hold, busy_tx) = (Mutex::new(hold), Mutex::new(busy_tx));
+    let p = pool.clone();
+    let holder = std::thread::spawn(move || {
+        p.broadcast(|i| {
+            if i == 0 {
+                busy_tx.lock().unwrap().send(()).unwrap();
+                hold.lock().unwrap().recv().unwrap();
+            }
+        });
+    });
     busy.recv_timeout(Duration::from_secs(20)).unwrap();
     armed.store(true, SeqCst);
     pool.resize(1).unwrap(); // worker 1 retires: its stop hook submits T
@@ -1985,6 +1991,7 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
     assert_eq!(pool.submit_batch(batch).unwrap(), 16);
     go.send(()).unwrap();
     release.send(()).unwrap();
+    holder.join().unwrap();
     // Generous: only a hang (the lost bundle) passes it.
     let waited = pool.wait_for(Duration::from_secs(20));
     let n = ran.load(SeqCst);
