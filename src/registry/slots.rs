@@ -299,14 +299,15 @@ impl SlotThread {
     }
 }
 
-#[cfg(target_os = "linux")]
+// Not under Miri, which need not model `gettid`: `None` there, as on other systems.
+#[cfg(all(target_os = "linux", not(miri)))]
 fn os_thread_id() -> Option<u64> {
     // SAFETY: gettid has no preconditions and cannot fail.
     let tid = unsafe { libc::gettid() };
     u64::try_from(tid).ok()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 fn os_thread_id() -> Option<u64> {
     None
 }
