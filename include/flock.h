@@ -391,6 +391,22 @@ struct flock_worker_stats {
     uint64_t parks;
     // What it is doing now.
     flock_worker_state_t state;
+    // The operating system's id of the thread running this worker now: on Linux its
+    // gettid() (syscall(SYS_gettid) seen from one of its tasks; the TID that top -H, perf
+    // and /proc/self/task show). 0 while the worker has no thread (before its thread has
+    // started, and once it has left: after its stop hook, as after shutdown), and always 0
+    // off Linux. Recorded by the thread itself when it starts, before the start hook, so a
+    // restarted worker (flock_resize) shows its new thread.
+    uint64_t os_thread_id;
+    // The pthread_t of the thread running this worker now (pthread_self() on it), as an
+    // integer: (pthread_t)native_handle gives it back where pthread_t is an integer (Linux),
+    // (pthread_t)(uintptr_t)native_handle where it is a pointer. 0 while the worker has no
+    // thread (as for os_thread_id), and off Unix. Valid only while that thread lives: the
+    // snapshot may be stale by the time it is read, and once the worker has retired or the
+    // pool shut down the value may name a thread that has ended, or a new one; pass it to
+    // pthread calls only while the worker surely runs (from one of its own tasks, or with
+    // the pool neither resizing nor shutting down).
+    uint64_t native_handle;
 };
 
 // See `struct flock_worker_stats`.

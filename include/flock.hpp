@@ -39,8 +39,9 @@
 // queued task.
 //
 // Introspection: pool.stats(), pool.running() (workers running a task now),
-// flock::this_thread::get_index() (the calling worker's index, or std::nullopt). Worker
-// thread ids and native handles are not exposed (the core does not record them yet).
+// flock::this_thread::get_index() (the calling worker's index, or std::nullopt),
+// pool.get_thread_ids() (each worker's OS thread id, BS::thread_pool's name) and
+// pool.get_native_handles() (each worker's std::thread::native_handle_type).
 //
 // Worker hooks: flock::config().on_worker_start([](uint32_t w) { ... }).on_worker_stop(...)
 // runs init and cleanup code on each worker thread (flock_config_t::on_worker_start/stop).
@@ -80,6 +81,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -553,6 +555,38 @@ public:
     /// The number of workers wanted (as built or last resized).
     uint32_t workers() const { return stats().workers; }
 
+    /// The operating system's thread id of each worker, element i for worker i (BS::thread_pool's
+    /// get_thread_ids(), with the ids the OS uses rather than std::thread::id, which cannot be
+    /// built from them): on Linux the gettid() of the thread running the worker, what
+    /// syscall(SYS_gettid) returns inside its tasks and what top -H, perf and gdb show
+    /// (flock_worker_stats_t::os_thread_id). 0 for a worker with no thread (after shutdown) and
+    /// off Linux. One entry per worker flock_worker_stats answers for: after resize() made the
+    /// pool smaller, workers still retiring are included. A snapshot, taken one worker at a time.
+    std::vector<std::uint64_t> get_thread_ids() const {
+        std::vector<std::uint64_t> ids;
+        for (const flock_worker_stats_t &w : all_worker_stats()) ids.push_back(w.os_thread_id);
+        return ids;
+    }
+
+    /// Each worker's native thread handle (on POSIX systems its pthread_t, as
+    /// std::thread::native_handle() would give), element i for worker i; a value-initialised
+    /// handle (0) for a worker with no thread, and off Unix. As for flock_worker_stats_t's
+    /// native_handle, a handle is valid only while its thread lives: use it (say with
+    /// pthread_setschedparam) from one of that worker's tasks, or while the pool is neither
+    /// resizing nor shutting down.
+    std::vector<std::thread::native_handle_type> get_native_handles() const {
+        using handle = std::thread::native_handle_type;
+        std::vector<handle> handles;
+        for (const flock_worker_stats_t &w : all_worker_stats()) {
+            if constexpr (std::is_pointer<handle>::value) {
+                handles.push_back(reinterpret_cast<handle>(static_cast<std::uintptr_t>(w.native_handle)));
+            } else {
+                handles.push_back(static_cast<handle>(w.native_handle));
+            }
+        }
+        return handles;
+    }
+
     /// How many workers are running a task now (see flock_running): a gauge, which may be
     /// stale by the time it is read.
     uint32_t running() const {
@@ -643,6 +677,19 @@ public:
     flock_pool_t* native_handle() const noexcept { return p_; }
 
 private:
+    // Every worker flock_worker_stats answers for, in index order (it answers
+    // FLOCK_ERR_INVALID_ARGUMENT past the last; other errors throw).
+    std::vector<flock_worker_stats_t> all_worker_stats() const {
+        std::vector<flock_worker_stats_t> all;
+        for (uint32_t i = 0;; i++) {
+            flock_worker_stats_t w;
+            flock_status_t st = flock_worker_stats(p_, i, &w);
+            if (st == FLOCK_ERR_INVALID_ARGUMENT) return all;
+            detail::check(st);
+            all.push_back(w);
+        }
+    }
+
     // Submits f to `lane`, or to the default lane when it is null (flock_submit_ex's choice).
     template <class F>
     flock_status_t submit_in(const uint32_t* lane, F&& f) {

@@ -37,6 +37,7 @@ mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
 pub(crate) use self::quiesce::{Quiet, QuietWaiter};
+pub(crate) use self::slots::SlotThread;
 
 const RUNNING: u8 = 0;
 const GRACEFUL: u8 = 1;
@@ -108,6 +109,8 @@ pub(crate) enum SlotState {
 pub(crate) struct Slots {
     pub(crate) state: Vec<SlotState>,
     deques: Vec<Option<LocalQueues>>,
+    /// The thread running each slot, from the moment it takes the slot until it leaves it.
+    threads: Vec<Option<SlotThread>>,
 }
 
 /// A slot's own queues, held by the worker thread that runs in the slot.
@@ -243,6 +246,7 @@ impl Registry {
                     .zip(joins)
                     .map(|(lanes, joins)| Some(LocalQueues { lanes, joins }))
                     .collect(),
+                threads: vec![None; slots],
             }),
             slot_cond: Condvar::new(),
             resizing: Mutex::new(()),

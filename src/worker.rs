@@ -15,7 +15,7 @@
 use crate::deque::Worker as Deque;
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
-use crate::registry::{LocalQueues, Registry};
+use crate::registry::{LocalQueues, Registry, SlotThread};
 use crate::scope::Credit;
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
@@ -210,7 +210,7 @@ pub(crate) fn run(
     let LocalQueues {
         lanes: locals,
         joins,
-    } = registry.take_slot(index);
+    } = registry.take_slot(index, SlotThread::current());
     let lanes = locals.len();
     registry
         .counters

@@ -144,6 +144,14 @@ pub struct Stats {
 /// pool.wait().unwrap();
 /// let executed: u64 = pool.stats().per_worker.iter().map(|w| w.executed).sum();
 /// assert_eq!(executed, 100);
+///
+/// // Which thread runs each worker: the ids its calls see.
+/// let ids = pool.broadcast(|_index| std::thread::current().id());
+/// let stats = pool.stats();
+/// assert_eq!(stats.per_worker[0].thread_id, Some(ids[0]));
+/// assert_eq!(stats.per_worker[1].thread_id, Some(ids[1]));
+/// pool.shutdown().unwrap();
+/// assert_eq!(pool.stats().per_worker[0].thread_id, None); // its thread has left
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -162,6 +170,21 @@ pub struct WorkerStats {
     pub parks: u64,
     /// What it is doing now.
     pub state: WorkerState,
+    /// The [`ThreadId`](std::thread::ThreadId) of the thread running this slot now (what
+    /// `std::thread::current().id()` returns on it), set when the thread takes the slot,
+    /// before the `on_worker_start` hook; `None` while the slot has no thread: before it
+    /// starts, and once its thread has left (after its `on_worker_stop` hook), as after a
+    /// shutdown. A slot given a new thread by a resize shows the new thread's id.
+    pub thread_id: Option<std::thread::ThreadId>,
+    /// The operating system's id for that thread: on Linux its `gettid()`, the TID that
+    /// `top -H`, `perf` and `/proc/self/task` show. `None` while the slot has no thread (as
+    /// for `thread_id`), and on other systems.
+    pub os_thread_id: Option<u64>,
+    /// That thread's native handle: on Unix its `pthread_t` (what `pthread_self()` returns
+    /// on it) as an integer, for calls such as `pthread_setschedparam`. `None` while the slot
+    /// has no thread, and off Unix. Valid only while the thread lives: the snapshot may be
+    /// stale, and once the thread has left its slot the value may name another thread.
+    pub native_handle: Option<u64>,
 }
 
 /// One lane's share of a [`Stats`] snapshot.
@@ -332,12 +355,14 @@ impl Registry {
             stat(Stat::RejectedShutdown),
             stat(Stat::RejectedUnknownLane),
         );
+        let threads = self.slot_threads();
         let per_worker = c
             .worker_shards()
             .iter()
             .take(self.shown_slots())
             .enumerate()
-            .map(|(index, s)| WorkerStats {
+            .map(|(index, s)| (index, s, threads[index]))
+            .map(|(index, s, thread)| WorkerStats {
                 index,
                 pinned_core: self.cfg.cores.as_ref().map(|cores| cores[index]),
                 executed: s.proto(Proto::Completed) + s.proto(Proto::Panicked),
@@ -345,6 +370,9 @@ impl Registry {
                 stolen: s.stat(Stat::Stolen),
                 parks: s.stat(Stat::Parks),
                 state: s.state(),
+                thread_id: thread.map(|t| t.id),
+                os_thread_id: thread.and_then(|t| t.os_id),
+                native_handle: thread.and_then(|t| t.native),
             })
             .collect();
         let latency = self.latency.as_ref().map(|l| l.snapshot());

@@ -1,6 +1,7 @@
 //! Worker slots and their threads: `resize` starts threads for idle slots and lets those
 //! beyond the number wanted retire; a worker takes its slot's deques when it starts and
 //! gives them back when it leaves; shutdown waits for the workers and joins the threads.
+//! Each slot also records which thread runs it (`SlotThread`), for `Stats::per_worker`.
 
 use super::{LocalQueues, Registry, SlotState};
 use crate::deque::Worker as Deque;
@@ -152,10 +153,11 @@ impl Registry {
         Ok(())
     }
 
-    /// A new worker thread takes its slot's deques.
-    pub(crate) fn take_slot(&self, index: usize) -> LocalQueues {
+    /// A new worker thread takes its slot's deques and records itself as the slot's thread.
+    pub(crate) fn take_slot(&self, index: usize, thread: SlotThread) -> LocalQueues {
         let mut slots = self.slots.lock();
         slots.state[index] = SlotState::Running;
+        slots.threads[index] = Some(thread);
         slots.deques[index]
             .take()
             .expect("flock: a starting slot has its deques")
@@ -198,6 +200,7 @@ impl Registry {
             "flock: a worker left a broadcast call behind"
         );
         slots.deques[index] = Some(deques);
+        slots.threads[index] = None;
         slots.state[index] = if retired {
             SlotState::Idle
         } else {
@@ -212,6 +215,11 @@ impl Registry {
     /// Slots `Stats::per_worker` shows.
     pub(crate) fn shown_slots(&self) -> usize {
         self.shown.load(Ordering::Relaxed)
+    }
+
+    /// The thread running each slot now (`None`: no thread has it), for `Stats::per_worker`.
+    pub(crate) fn slot_threads(&self) -> Vec<Option<SlotThread>> {
+        self.slots.lock().threads.clone()
     }
 
     pub(crate) fn add_thread(&self, handle: JoinHandle<()>) {
@@ -266,6 +274,56 @@ impl Registry {
             let _ = h.join();
         }
     }
+}
+
+/// The thread that runs a slot, as the operating system knows it: recorded by the worker
+/// thread itself when it takes its slot (before its start hook) and cleared when it leaves
+/// the slot (after its stop hook), so it costs nothing per task.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotThread {
+    pub(crate) id: std::thread::ThreadId,
+    /// The kernel's id for the thread (`gettid()` on Linux); `None` where it is not cheap.
+    pub(crate) os_id: Option<u64>,
+    /// `pthread_self()` as an integer, on Unix.
+    pub(crate) native: Option<u64>,
+}
+
+impl SlotThread {
+    /// The calling thread.
+    pub(crate) fn current() -> SlotThread {
+        SlotThread {
+            id: std::thread::current().id(),
+            os_id: os_thread_id(),
+            native: native_handle(),
+        }
+    }
+}
+
+// Not under Miri, which need not model `gettid`: `None` there, as on other systems.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn os_thread_id() -> Option<u64> {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    u64::try_from(tid).ok()
+}
+
+#[cfg(any(not(target_os = "linux"), miri))]
+fn os_thread_id() -> Option<u64> {
+    None
+}
+
+#[cfg(unix)]
+#[allow(clippy::unnecessary_cast)] // `pthread_t` is `c_ulong` (already `usize`) on Linux.
+fn native_handle() -> Option<u64> {
+    // SAFETY: pthread_self has no preconditions and cannot fail. `pthread_t` is an integer
+    // on some systems and a pointer on others: `as usize` takes either.
+    let me = unsafe { libc::pthread_self() };
+    Some(me as usize as u64)
+}
+
+#[cfg(not(unix))]
+fn native_handle() -> Option<u64> {
+    None
 }
 
 /// New workers report in here once pinned (or not), before they run anything.

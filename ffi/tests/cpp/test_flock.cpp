@@ -15,6 +15,11 @@
 #include <tuple>
 #include <type_traits>
 #include <vector>
+#ifdef __linux__
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static bool test_failed;
 
@@ -1106,6 +1111,44 @@ static void test_port_onetbb_task_group() {
     }
 }
 
+// get_thread_ids() and get_native_handles(): element i names the thread worker i's tasks run
+// on; after shutdown, 0.
+static void test_get_thread_ids() {
+    constexpr uint32_t workers = 3;
+    flock::pool pool(flock::config().workers(workers));
+    std::vector<uint64_t> seen(workers);
+    std::vector<std::thread::native_handle_type> self(workers);
+    std::atomic<uint32_t> arrived{0};
+    // Each task waits for the others, so the three run on three workers.
+    for (uint32_t i = 0; i < workers; i++)
+        pool.submit([&] {
+            auto w = flock::this_thread::get_index();
+            if (!w || *w >= workers) return;
+#ifdef __linux__
+            seen[*w] = static_cast<uint64_t>(syscall(SYS_gettid));
+            self[*w] = pthread_self();
+#endif
+            arrived++;
+            while (arrived.load() < workers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+    pool.wait();
+    CHECK_EQ(arrived.load(), workers);
+    std::vector<uint64_t> ids = pool.get_thread_ids();
+    std::vector<std::thread::native_handle_type> handles = pool.get_native_handles();
+    CHECK_EQ(ids.size(), workers);
+    CHECK_EQ(handles.size(), workers);
+#ifdef __linux__
+    CHECK(ids == seen);
+    CHECK(handles == self);
+    CHECK(ids[0] != 0 && ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
+#else
+    CHECK(ids == std::vector<uint64_t>(workers, 0));
+#endif
+    pool.shutdown();
+    CHECK(pool.get_thread_ids() == std::vector<uint64_t>(workers, 0));
+    CHECK(pool.get_native_handles() == std::vector<std::thread::native_handle_type>(workers));
+}
+
 int main() {
     if (const char* env = std::getenv("FLOCK_TEST_SCALE"); env && std::atoi(env) > 0)
         scale = static_cast<uint64_t>(std::atoi(env));
@@ -1141,6 +1184,7 @@ int main() {
     RUN(test_purge_cpp);
     RUN(test_port_bs_thread_pool);
     RUN(test_port_onetbb_task_group);
+    RUN(test_get_thread_ids);
     std::printf("ported checks: BS::thread_pool %d/%d passed, oneTBB task_group %d/%d passed\n", port_pass[BS],
                 port_total[BS], port_pass[TBB], port_total[TBB]);
     std::printf("%d passed, %d failed\n", passed, failed);
