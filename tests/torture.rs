@@ -1576,6 +1576,17 @@ fn run_round(round: Arc<Round>) {
 
 /// After the drivers: waits for quiescence, then checks the books.
 fn quiet_checks(round: &Round, pool: &Pool) {
+    // Workers retiring after the last shrink may still be on their way out: their
+    // `on_worker_stop` hook submits a task, which `wait` below cannot see if it returned
+    // first (then `stats()` showed it in flight). `per_worker` shows their slots until they
+    // have left. Bounded: a slow exit only makes the check below weaker.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pool.is_shutdown()
+        && pool.stats().per_worker.len() > pool.workers()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     round.resumes.fetch_add(1, SeqCst);
     pool.resume();
     let mut r = pool.wait();
