@@ -512,8 +512,13 @@ impl WorkerThread {
     /// a worker is local, never refused), where it would have stayed when our thread exits
     /// (the other workers of a shutdown may have left already). So we run it here, with what
     /// it submits in turn, before we leave; a thief of a worker still running may take some.
-    /// Then, as a retiring worker, we tell `wait()`ers and, if we ended the last task of a
-    /// shutdown, wake the workers that parked while it was outstanding.
+    /// A job from outside that the hook or those tasks took (waiting, or in `yield_now`) just
+    /// as the pool got paused is kept for the resume (`keep_for_resume`), which we do not
+    /// wait for: it goes to its lane's shared queue, as `hand_over_work` sends what we kept
+    /// before (left in our keep, it was dropped unrun with our thread and stayed counted in
+    /// flight, so `wait()` never returned: tests/stop_hook_keep.rs). Then, as a retiring
+    /// worker, we tell `wait()`ers and, if we ended the last task of a shutdown, wake the
+    /// workers that parked while it was outstanding.
     fn run_what_the_stop_hook_left(&self) {
         let mut ran = false;
         loop {
@@ -528,7 +533,9 @@ impl WorkerThread {
             }
             ran = true;
         }
-        if ran {
+        // Also when nothing ran: the hook itself may have yielded.
+        let handed = self.hand_back_kept();
+        if ran || handed {
             self.go_idle();
             let reg = &*self.registry;
             // After `go_idle`'s SeqCst fence, as for a retiring worker (`main_loop`'s caller).
@@ -573,13 +580,8 @@ impl WorkerThread {
         }
         self.holding.set(0);
         let mut moved = Vec::new();
-        // Jobs we keep from a pause go to their lanes' shared queues: a retiring worker does
-        // not wait for the resume (a `resize` that grows the pool waits for it). There a
-        // worker may take later jobs of its submitter before it: "FIFO within a lane" does
-        // not hold across a shrink that meets a pause (README).
-        while let Some(kept) = self.take_kept() {
-            moved.push(kept);
-        }
+        // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
+        moved.extend(self.take_all_kept());
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
                 moved.push((job, lane));
@@ -597,6 +599,30 @@ impl WorkerThread {
         // task we finished last may have been the one they wait for; loom found that a
         // retiring worker skipping this left `wait` asleep forever).
         self.go_idle();
+    }
+
+    /// Every job we keep from a pause, for a worker that leaves: to their lanes' shared
+    /// queues, for the workers that stay; a leaving worker does not wait for the resume (a
+    /// `resize` that grows the pool waits for it). There a worker may take later jobs of its
+    /// submitter before them: "FIFO within a lane" does not hold across a shrink that meets
+    /// a pause (README).
+    fn take_all_kept(&self) -> Vec<(Job, usize)> {
+        let mut kept = Vec::new();
+        while let Some(job) = self.take_kept() {
+            kept.push(job);
+        }
+        kept
+    }
+
+    /// After the stop-hook drain: hands back what it kept from a pause (`take_all_kept`),
+    /// waking the workers as for any hand-back (`Registry::hand_back`).
+    /// Returns whether there was any.
+    fn hand_back_kept(&self) -> bool {
+        if !self.kept_set.get() {
+            return false;
+        }
+        self.registry.hand_back(self.take_all_kept());
+        true
     }
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
