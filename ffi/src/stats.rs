@@ -328,7 +328,8 @@ pub unsafe extern "C" fn flock_stats(
 /// threads) are not counted; flock_stats_t.in_flight - flock_stats_t.queued counts them too.
 /// A gauge: it may be stale by the time it is read. With nothing outstanding (from the
 /// moment flock_wait returns FLOCK_OK until the next submit) it reads 0, though a worker that
-/// ran the last task may still show FLOCK_WORKER_RUNNING in flock_stats for a moment.
+/// ran the last task may still show FLOCK_WORKER_RUNNING in flock_stats until it has looked
+/// in its own queue for the next one (a few steps that never block or wait).
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when pool or out is NULL (*out is written only on
 /// FLOCK_OK). After shutdown: 0.
