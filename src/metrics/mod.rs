@@ -72,8 +72,8 @@ pub struct Stats {
     /// for a lighter lane's task to end (see [`PoolBuilder::lane_reserve`](crate::PoolBuilder::lane_reserve)).
     /// *(stats)*
     pub reserve_runs: u64,
-    /// Tasks taken from other workers' deques (a stolen bundle of a batch counts as the
-    /// tasks it holds). *(stats)*
+    /// Tasks taken from other workers' deques (a batch's tasks never are: they are claimed
+    /// from the front of their lane's shared queue and counted in `from_injector`). *(stats)*
     pub stolen: u64,
     /// Tasks submitted from outside the pool that a worker ran: taken from a lane's shared
     /// queue (the submitting threads' rings and the injector), or claimed from a bundle of

@@ -163,6 +163,8 @@ impl Registry {
             self.quiet_wakers.unregister(id);
         }
         if waiter.generation.take().is_some() {
+            // Relaxed, as a blocked waiter's leaving: a notifier that still counts us only
+            // wakes a waiter list that no longer holds us.
             self.waiters.fetch_sub(1, Ordering::Relaxed);
         }
     }
