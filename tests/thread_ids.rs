@@ -89,7 +89,11 @@ fn the_start_hook_runs_on_the_thread_shown() {
             .on_worker_start(move |i| h.lock().unwrap()[i] = Some(me()))
             .build()
             .unwrap();
-        assert_eq!(shown(&pool), *hooked.lock().unwrap());
+        // `build` does not wait for the hooks: a worker's slot shows its thread as soon as the
+        // thread is up, and its hook may still be to come.
+        eventually(|| hooked.lock().unwrap().iter().all(Option::is_some));
+        let hooked = hooked.lock().unwrap().clone();
+        assert_eq!(shown(&pool), hooked);
     });
 }
 
