@@ -98,9 +98,7 @@ fn tsc_usable() -> bool {
 ))]
 #[inline]
 fn ticks() -> u64 {
-    // SAFETY: `rdtsc` exists on every x86-64 CPU and has no preconditions; it reads a
-    // register and touches no memory.
-    unsafe { std::arch::x86_64::_rdtsc() }
+    crate::sys::rdtsc()
 }
 
 #[cfg(not(all(

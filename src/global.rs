@@ -55,10 +55,10 @@
 //! `OnceLock` cannot be emptied in the child either, hence the slot is an `AtomicPtr` to a
 //! leaked pool.
 
+use crate::sys::Leaked;
 use crate::{BuildError, Pool};
 use std::ffi::OsStr;
-use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The environment variable that sets the global pool's worker count.
 const WORKERS_VAR: &str = "FLOCK_WORKERS";
@@ -68,17 +68,15 @@ const MEMBARRIER_VAR: &str = "FLOCK_MEMBARRIER";
 /// The pool, once built: a leaked `Box`, so it lives for the rest of the process. Filled
 /// only by the holder of the builder's turn; emptied only in a forked child
 /// (`forget_in_child`), which leaks the parent's copy.
-static GLOBAL: AtomicPtr<Pool> = AtomicPtr::new(ptr::null_mut());
+static GLOBAL: Leaked<Pool> = Leaked::new();
 
 /// Set while one caller builds the pool (`BuildTurn`).
 static BUILDING: AtomicBool = AtomicBool::new(false);
 
 /// The pool in the slot, if any.
 fn built() -> Option<&'static Pool> {
-    // Acquire: pairs with the Release store in `init_global`, so the pool is seen whole.
-    let pool = GLOBAL.load(Ordering::Acquire);
-    // SAFETY: a non-null pointer in the slot comes from `Box::leak` and is never freed.
-    unsafe { pool.as_ref() }
+    // Acquire inside: pairs with the Release of `fill`, so the pool is seen whole.
+    GLOBAL.get()
 }
 
 /// The right to build the global pool, held by one caller at a time; given back on drop.
@@ -183,11 +181,10 @@ fn init_global() -> Result<&'static Pool, BuildError> {
 /// Puts `pool` in the slot, for the rest of the process. Called by the builder's turn holder
 /// only, with the slot empty.
 fn fill(pool: Pool) -> Result<&'static Pool, BuildError> {
-    let pool: &'static Pool = Box::leak(Box::new(pool.into_global()));
     forget_on_fork();
-    // Release: pairs with the Acquire load in `built`. Only the turn's holder fills the slot.
-    GLOBAL.store(ptr::from_ref(pool).cast_mut(), Ordering::Release);
-    Ok(pool)
+    // Release inside: pairs with the Acquire load in `built`. Only the turn's holder fills
+    // the slot.
+    Ok(GLOBAL.fill(Box::new(pool.into_global())))
 }
 
 /// `PoolBuilder::build_global`: builds the global pool from `builder`, unless it is built
@@ -209,11 +206,10 @@ fn forget_on_fork() {
     if REGISTERED.swap(true, Ordering::Relaxed) {
         return;
     }
-    // SAFETY: registering a handler is sound at any time; the handler is an `extern "C"`
-    // function that only stores to atomics, which is async-signal-safe, as a handler
-    // running in a forked child of a threaded process must be. If it fails (ENOMEM) the child
-    // keeps the parent's pool, without workers, as before this handler existed.
-    let _ = unsafe { libc::pthread_atfork(None, None, Some(forget_in_child)) };
+    // `forget_in_child` only stores to atomics, which is async-signal-safe, as a handler
+    // running in a forked child of a threaded process must be. If the registration fails
+    // (ENOMEM) the child keeps the parent's pool, without workers.
+    let _ = crate::sys::on_fork_child(forget_in_child);
 }
 
 #[cfg(not(unix))]
@@ -223,7 +219,7 @@ fn forget_on_fork() {}
 /// build a fresh one; nobody builds in the child yet, whatever the parent was doing.
 #[cfg(unix)]
 extern "C" fn forget_in_child() {
-    GLOBAL.store(ptr::null_mut(), Ordering::Relaxed);
+    GLOBAL.forget();
     BUILDING.store(false, Ordering::Relaxed);
 }
 

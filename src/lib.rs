@@ -311,6 +311,7 @@ mod sleep;
 mod spawn;
 mod submitq;
 mod sync;
+mod sys;
 mod unwind;
 mod worker;
 

@@ -293,37 +293,10 @@ impl SlotThread {
     pub(crate) fn current() -> SlotThread {
         SlotThread {
             id: std::thread::current().id(),
-            os_id: os_thread_id(),
-            native: native_handle(),
+            os_id: crate::sys::os_thread_id(),
+            native: crate::sys::native_handle(),
         }
     }
-}
-
-// Not under Miri, which need not model `gettid`: `None` there, as on other systems.
-#[cfg(all(target_os = "linux", not(miri)))]
-fn os_thread_id() -> Option<u64> {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    let tid = unsafe { libc::gettid() };
-    u64::try_from(tid).ok()
-}
-
-#[cfg(any(not(target_os = "linux"), miri))]
-fn os_thread_id() -> Option<u64> {
-    None
-}
-
-#[cfg(unix)]
-#[allow(clippy::unnecessary_cast)] // `pthread_t` is `c_ulong` (already `usize`) on Linux.
-fn native_handle() -> Option<u64> {
-    // SAFETY: pthread_self has no preconditions and cannot fail. `pthread_t` is an integer
-    // on some systems and a pointer on others: `as usize` takes either.
-    let me = unsafe { libc::pthread_self() };
-    Some(me as usize as u64)
-}
-
-#[cfg(not(unix))]
-fn native_handle() -> Option<u64> {
-    None
 }
 
 /// New workers report in here once pinned (or not), before they run anything.

@@ -14,6 +14,7 @@
 //! P's own queues, which read P's mode.
 
 use crate::sync::{canary, fence, Canary, Ordering};
+use crate::sys::membarrier as sys;
 #[cfg(all(test, not(flock_loom)))]
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{compiler_fence, AtomicU8};
@@ -95,47 +96,5 @@ impl Barrier {
     #[cfg(all(test, not(flock_loom)))]
     pub(crate) fn issued(&self) -> usize {
         self.issued.load(Ordering::Relaxed)
-    }
-}
-
-#[cfg(all(target_os = "linux", not(any(flock_loom, miri))))]
-mod sys {
-    const CMD_QUERY: libc::c_long = 0;
-    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
-        // SAFETY: membarrier takes (cmd, flags, cpu_id) and touches no memory of ours.
-        unsafe {
-            libc::syscall(
-                libc::SYS_membarrier,
-                cmd,
-                0 as libc::c_long,
-                0 as libc::c_long,
-            )
-        }
-    }
-
-    /// Whether the kernel offers expedited private membarriers and registered us for them.
-    pub(super) fn register() -> bool {
-        let supported = membarrier(CMD_QUERY);
-        supported >= 0
-            && supported & CMD_PRIVATE_EXPEDITED != 0
-            && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-    }
-
-    pub(super) fn barrier() -> bool {
-        membarrier(CMD_PRIVATE_EXPEDITED) == 0
-    }
-}
-
-#[cfg(not(all(target_os = "linux", not(any(flock_loom, miri)))))]
-mod sys {
-    pub(super) fn register() -> bool {
-        false
-    }
-
-    pub(super) fn barrier() -> bool {
-        false
     }
 }
