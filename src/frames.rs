@@ -13,8 +13,36 @@
 //! a thread's life: a thread-local's destructor may submit, wait or drop a pool after the
 //! thread's other thread-locals are gone (a `RefCell<Vec<_>>` there made those calls abort
 //! the process).
+//!
+//! An [`Anchor`] is the one-frame case for a value that is reached by reference, not by
+//! copy: the worker running on this thread (`worker.rs`'s `CURRENT`), set for the whole
+//! of its loop and read on every `join`.
+//!
+//! An [`ArcPart`] is a part of a value held by an `Arc`, reached in one load: a worker's
+//! own counter shard inside its registry.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here turn a thread-local pointer back into a reference. They rely on:
+//!
+//! - **A linked value outlives its link.** [`enter`] and [`Anchor::enter`] link a value
+//!   that lives on this thread's stack, in their own call, and unlink it (putting back what
+//!   was linked before) when `f` returns or unwinds, so a non-null pointer always points to
+//!   a live value of a call still running below the reader.
+//! - **Only this thread reads it.** The pointers sit in thread-locals (an `Anchor` is not
+//!   `Sync`), so a reader is on the thread whose stack holds the value, inside that call.
+//! - **An `Arc`'s contents do not move.** An [`ArcPart`] keeps a reference into the value
+//!   an `Arc` holds, beside a clone of that `Arc`: the value stays where it is, alive, for
+//!   as long as the clone does, and `pick`'s signature ties the part to the value (or to
+//!   `'static`), so the part lives as long.
+//! - **No reference escapes the read.** [`find_map`] and [`Anchor::with`] hand out
+//!   references for the length of a closure only (a higher-ranked lifetime), so none
+//!   outlives the call that linked its value.
 
+use crate::sync::Arc;
 use std::cell::Cell;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
 
 /// One frame: what the call is about, and the frame it runs inside.
 pub(crate) struct Frame<T> {
@@ -88,4 +116,70 @@ pub(crate) fn find_map<T: FrameKind, U>(mut f: impl FnMut(&T) -> Option<U>) -> O
 #[inline]
 pub(crate) fn any<T: FrameKind>(mut f: impl FnMut(&T) -> bool) -> bool {
     find_map::<T, ()>(|v| f(v).then_some(())).is_some()
+}
+
+/// A thread-local reference to one value on this thread's stack: set for the length of a
+/// call ([`Anchor::enter`]), read by reference ([`Anchor::with`]). Not `Sync` (a `Cell`):
+/// it lives in a thread-local, and only its thread reads it.
+pub(crate) struct Anchor<T>(Cell<*const T>);
+
+impl<T> Anchor<T> {
+    /// Nothing anchored.
+    pub(crate) const fn new() -> Anchor<T> {
+        Anchor(Cell::new(ptr::null()))
+    }
+
+    /// Runs `f` with `value` anchored; what was anchored before is put back when `f`
+    /// returns or unwinds.
+    pub(crate) fn enter<R>(&self, value: &T, f: impl FnOnce() -> R) -> R {
+        /// Puts the outer value back, also if `f` unwinds.
+        struct Restore<'a, T>(&'a Cell<*const T>, *const T);
+        impl<T> Drop for Restore<'_, T> {
+            fn drop(&mut self) {
+                self.0.set(self.1);
+            }
+        }
+        let _restore = Restore(&self.0, self.0.replace(value));
+        f()
+    }
+
+    /// Runs `f` with the anchored value, if any.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        // SAFETY: non-null only inside `enter`, which is still running below us on this
+        // thread (the only one that can reach this `Cell`) and keeps the value alive; the
+        // reference does not outlive `f` (module docs, "Safety").
+        f(unsafe { self.0.get().as_ref() })
+    }
+}
+
+/// A part of the value an `Arc` holds, kept beside a clone of that `Arc`, so that reaching
+/// it is one load rather than a walk from the owner. Neither `Send` nor `Sync` (a
+/// `NonNull`): it serves the thread that made it.
+pub(crate) struct ArcPart<O, T> {
+    part: NonNull<T>,
+    /// Keeps the value `part` points into alive and in place.
+    _owner: Arc<O>,
+}
+
+impl<O, T> ArcPart<O, T> {
+    /// The part of `owner`'s value that `pick` picks.
+    pub(crate) fn new(owner: Arc<O>, pick: impl for<'a> FnOnce(&'a O) -> &'a T) -> Self {
+        let part = NonNull::from(pick(&owner));
+        ArcPart {
+            part,
+            _owner: owner,
+        }
+    }
+}
+
+impl<O, T> Deref for ArcPart<O, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: `part` points into the value `_owner` keeps alive and in place (module
+        // docs, "Safety"), and the reference is bounded by `&self`, so by `_owner`.
+        unsafe { self.part.as_ref() }
+    }
 }

@@ -13,6 +13,7 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
+use crate::frames::{Anchor, ArcPart};
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry, SlotThread};
@@ -23,7 +24,7 @@ use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::ptr::{self, NonNull};
+use std::ptr;
 
 mod execute;
 mod find;
@@ -32,17 +33,15 @@ mod wait;
 
 facade_thread_local! {
     /// The worker running on this thread, if any; set for the whole life of `main_loop`.
-    static CURRENT: Cell<*const WorkerThread> = Cell::new(ptr::null());
+    static CURRENT: Anchor<WorkerThread> = Anchor::new();
 }
 
 /// Runs `f` with the current thread's worker, if this thread is a worker of any pool.
 /// Inline: on `join`'s path an out-of-line frame here cost ~31 instructions a join.
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
-    let p = CURRENT.with(Cell::get);
-    // SAFETY: `CURRENT` is non-null only while `run` is on this thread's stack, holding the
-    // `WorkerThread` it points to; `f` runs on this thread, inside that time.
-    f(unsafe { p.as_ref() })
+    // `CURRENT` holds a worker only while `run` is on this thread's stack, holding it.
+    CURRENT.with(|current| current.with(f))
 }
 
 /// The index of the pool worker running the calling thread, or `None` outside any pool.
@@ -115,8 +114,8 @@ pub(crate) struct WorkerThread {
     registry: Arc<Registry>,
     /// Our counter shard, `registry.counters.worker(index)`: kept as an address so that a
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
-    /// bounds check and an index (callgrind: 8 instructions a join).
-    shard: NonNull<Shard>,
+    /// bounds check and an index.
+    shard: ArcPart<Registry, Shard>,
     rng: Cell<u64>,
     /// Where the next look at a lane's shared queue starts among its sources (the rings of
     /// the submitting threads and the injector, `SharedQueue::steal`): moved on every look,
@@ -217,7 +216,7 @@ pub(crate) fn run(
         .worker(index)
         .set_state(WorkerState::Running);
     ready(pinned);
-    let shard = NonNull::from(registry.counters.worker(index));
+    let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.counters.worker(index));
     let worker = WorkerThread {
         plain: lanes == 1 && registry.latency.is_none(),
         spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
@@ -244,7 +243,26 @@ pub(crate) fn run(
         shard,
         registry,
     };
-    CURRENT.with(|c| c.set(&worker));
+    // `CURRENT` for the whole of its loop, the start and stop hooks included.
+    let retired = CURRENT.with(|current| current.enter(&worker, || serve(&worker, index, pinned)));
+    let WorkerThread {
+        locals,
+        joins,
+        registry,
+        ..
+    } = worker;
+    let queues = LocalQueues {
+        lanes: locals,
+        joins,
+    };
+    if registry.leave_slot(index, queues, retired) && registry.is_shutdown() {
+        sweep_as_the_last_to_leave(&registry);
+    }
+}
+
+/// A worker's life in slot `index`, as `CURRENT`: the start hook, the loop (if `pinned`),
+/// the stop hook. Returns whether the slot retired.
+fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
     let reg = &*worker.registry;
     if let Some(hook) = &reg.cfg.on_worker_start {
         call_guarded("on_worker_start hook", Some(index), || hook(index));
@@ -286,20 +304,7 @@ pub(crate) fn run(
         "flock: a worker left holding a scope's units"
     );
     worker.shard().set_state(WorkerState::Stopped);
-    CURRENT.with(|c| c.set(ptr::null()));
-    let WorkerThread {
-        locals,
-        joins,
-        registry,
-        ..
-    } = worker;
-    let queues = LocalQueues {
-        lanes: locals,
-        joins,
-    };
-    if registry.leave_slot(index, queues, retired) && registry.is_shutdown() {
-        sweep_as_the_last_to_leave(&registry);
-    }
+    retired
 }
 
 /// The last worker out of a pool that shut down empties its queues of the shells of tasks
@@ -379,9 +384,7 @@ impl WorkerThread {
 
     #[inline]
     fn shard(&self) -> &Shard {
-        // SAFETY: `shard` points into `self.registry`'s counters, a boxed slice made once
-        // with the registry and never moved or resized; `self.registry` keeps it alive.
-        unsafe { self.shard.as_ref() }
+        &self.shard
     }
 
     fn main_loop(&self) -> Exit {
