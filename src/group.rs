@@ -15,7 +15,6 @@ use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc as CellArc;
 use std::time::{Duration, Instant};
@@ -215,9 +214,11 @@ impl Drop for Ticket {
 /// unrun, inside an `InGroup` frame, so that a wait on the group from its code or its
 /// destructor is refused (`GroupError::WouldDeadlock`) rather than waiting for itself; then
 /// the ticket goes, so the group hears the task finished only after its destructor ran.
+///
+/// Both are `Some` until `run` takes them, or `drop` does for a task dropped unrun.
 struct GroupTask<F> {
-    f: ManuallyDrop<F>,
-    ticket: ManuallyDrop<Ticket>,
+    f: Option<F>,
+    ticket: Option<Ticket>,
 }
 
 /// This thread runs a task of the group whose state is at `group` (its closure, or the
@@ -241,30 +242,25 @@ frames::frame_kind!(
 impl<F> GroupTask<F> {
     fn new(f: F, ticket: Ticket) -> Self {
         GroupTask {
-            f: ManuallyDrop::new(f),
-            ticket: ManuallyDrop::new(ticket),
+            f: Some(f),
+            ticket: Some(ticket),
         }
     }
 
-    /// The frame this task's closure runs or is dropped in.
-    fn frame(&self) -> InGroup {
+    /// The frame this task's closure runs or is dropped in, while it holds its ticket.
+    fn frame(ticket: &Ticket) -> InGroup {
         InGroup {
-            group: CellArc::as_ptr(&self.ticket.0),
+            group: CellArc::as_ptr(&ticket.0),
         }
     }
 }
 
 impl<F: FnOnce()> GroupTask<F> {
-    fn run(self) {
-        let frame = self.frame();
-        let mut this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so each field is taken out exactly once, here.
-        let (f, ticket) = unsafe {
-            (
-                ManuallyDrop::take(&mut this.f),
-                ManuallyDrop::take(&mut this.ticket),
-            )
+    fn run(mut self) {
+        let (Some(f), Some(ticket)) = (self.f.take(), self.ticket.take()) else {
+            unreachable!("flock: a group task runs once");
         };
+        let frame = GroupTask::<F>::frame(&ticket);
         if let Err(payload) = frames::enter(frame, || catch_unwind(AssertUnwindSafe(f))) {
             // Relaxed: the ticket's AcqRel decrement, later in this thread, publishes it.
             ticket.0.panicked.fetch_add(1, Ordering::Relaxed);
@@ -278,23 +274,23 @@ impl<F: FnOnce()> GroupTask<F> {
 
 /// Dropped unrun (cancelled, purged, discarded by `shutdown_now`, refused): the closure's
 /// destructor runs inside the group's frame, then the ticket is given back, also if that
-/// destructor panics.
+/// destructor panics. After `run` both are gone: nothing to do.
 impl<F> Drop for GroupTask<F> {
     fn drop(&mut self) {
         /// Gives the ticket back also if the closure's destructor unwinds.
-        struct Back<'a>(&'a mut ManuallyDrop<Ticket>);
-        impl Drop for Back<'_> {
+        struct Back(Option<Ticket>);
+        impl Drop for Back {
             fn drop(&mut self) {
-                // SAFETY: taken once: `GroupTask::drop` runs once, and `run` (the fields'
-                // other way out) forgets the task.
-                drop(unsafe { ManuallyDrop::take(self.0) });
+                drop(self.0.take());
             }
         }
-        let frame = self.frame();
-        let f = &mut self.f;
-        let _back = Back(&mut self.ticket);
-        // SAFETY: as above, the closure is dropped once.
-        frames::enter(frame, || unsafe { ManuallyDrop::drop(f) });
+        let Some(ticket) = self.ticket.take() else {
+            return;
+        };
+        let frame = GroupTask::<F>::frame(&ticket);
+        let f = self.f.take();
+        let _back = Back(Some(ticket));
+        frames::enter(frame, || drop(f));
     }
 }
 
@@ -318,9 +314,8 @@ impl GroupState {
             std::mem::take(&mut *list)
         };
         for w in waiters {
-            // SAFETY: `w` (an `Arc`) keeps the latch and owner alive through the call, and
-            // the waiter is alive while its latch is unset (it waits for it).
-            unsafe { latch::set_and_wake(&w.latch, &w.owner) };
+            // `w` (an `Arc`) keeps the latch and owner alive through the call.
+            latch::set_and_wake_held(&w.latch, &w.owner);
         }
         // After our section under `waiters`' lock: a future that checked `pending` under
         // it before us had stored its waker already (`poll_idle`).

@@ -91,6 +91,14 @@ impl Latch {
         unsafe { (*this).state.swap(SET, Ordering::AcqRel) == SLEEPING }
     }
 
+    /// `set` for a latch the caller's reference keeps alive through the call (a cell it
+    /// holds): returns true if its waiter was asleep.
+    #[inline]
+    pub(crate) fn set_held(&self) -> bool {
+        // SAFETY: `self` is alive for the whole call.
+        unsafe { Latch::set(self) }
+    }
+
     /// `UNSET → SLEEPING` for a waiter that never parks: a polled future, whose waker the
     /// caller stored in the latch's slot *before* this call (`JoinHandle::poll`). Returns
     /// whether the set is still to come (the state is, or already was, `SLEEPING`: the setter's
@@ -291,6 +299,15 @@ pub(crate) unsafe fn set_and_wake<O: LatchOwner>(latch: *const Latch, owner: *co
     if unsafe { Latch::set(latch) } {
         wake.wake();
     }
+}
+
+/// Opens `latch` and wakes its waiter if it sleeps, where the caller's references keep
+/// both alive through the call (an `Arc` or a cell the caller holds).
+#[inline]
+pub(crate) fn set_and_wake_held<O: LatchOwner>(latch: &Latch, owner: &O) {
+    // SAFETY: references are alive for the whole call, so neither can be freed before the
+    // set (nor after it, before we return).
+    unsafe { set_and_wake(latch, owner) }
 }
 
 /// Waits for `latch`, whose owner is the current thread: a worker (of any pool) runs its

@@ -80,8 +80,8 @@ impl<T> Header<T> {
 
     /// Opens the latch and wakes the joiner if it sleeps. The caller keeps the cell alive.
     fn open(&self) {
-        // SAFETY: the caller's reference keeps the latch alive through the call.
-        if unsafe { Latch::set(&self.latch) } {
+        // The caller's reference keeps the latch alive through the call.
+        if self.latch.set_held() {
             // The joiner fell asleep after registering (its `fall_asleep` Release, our
             // swap's Acquire), so the slot holds it. Taken under the lock, woken outside it
             // (a `Waker` is a user's code).
