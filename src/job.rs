@@ -11,6 +11,8 @@ use std::ptr;
 
 use crate::sync::{Arc, AtomicUsize, Ordering};
 
+pub(crate) mod stack;
+
 /// The payload words of a job.
 pub(crate) type Payload = MaybeUninit<[usize; 3]>;
 

@@ -1,0 +1,251 @@
+//! Stack jobs: a job that lives in its waiter's stack frame, as `join`'s second half and the
+//! job `run_on_pool` sends to a worker do.
+//!
+//! [`fork_ref`] and [`fork_job`] make the job on their own stack, hand it to `offer` (to
+//! queue it, as a two-word [`JobRef`] or as a [`Job`]) and then to `wait`, which must give
+//! back a [`Joined`]: the job's result, which only a [`Forked`] makes, and only once the job
+//! ran here (taken back before any thief got it) or its latch opened (it ran elsewhere).
+//! So a fork cannot return while a thief may still touch its job.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here rely on:
+//!
+//! - **The job outlives every run of it.** A `StackJob` lives in a `fork_*` call's frame,
+//!   where nothing can move it. That call returns only with a `Joined` of that very job
+//!   (each `Forked` brands its `Joined` with its own invariant lifetime, and `wait` is
+//!   generic over it), and a `Joined` exists only once the job ran here or its latch opened,
+//!   the runner's last touch of the job (`latch::set_and_wake`). If `offer` or `wait`
+//!   unwinds, a thief may hold the job: the process aborts rather than free it.
+//! - **The function is taken once.** Exactly one queue entry is made per fork (`offer`
+//!   gets it by value). Its runner takes the function; the waiter takes it only after it
+//!   took the entry back, so the runner never gets it ([`Forked::take_back`]).
+//! - **The result is handed over by the latch.** The runner writes `result` before it
+//!   opens the latch (its Release), and the waiter reads it only after it saw the latch
+//!   open (its Acquire, [`Latch::probe`]).
+//! - **The address identifies the job.** A taken-back entry is ours when its address is
+//!   our job's: two live stack jobs never share one.
+
+use super::{Action, Job, JobRef, Outcome, Payload, STACK};
+use crate::latch::{self, Latch, LatchOwner};
+use crate::unwind::AbortIfPanic;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::thread::Result as TaskResult;
+
+/// A job that lives in its waiter's stack frame. The waiter does not return before the job
+/// ran (the latch is open) or it took the job back, so the frame outlives the job.
+struct StackJob<F, R, O> {
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<TaskResult<R>>>,
+    latch: Latch,
+    /// The thread waiting in this frame: the latch's setter wakes it.
+    owner: O,
+}
+
+/// A forked job, as its waiter sees it while the job may be out: for `wait`.
+pub(crate) struct Forked<'a, F, R, O> {
+    job: &'a StackJob<F, R, O>,
+    /// Brands this fork's `Joined` (invariant in `'a`).
+    _brand: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+/// The result of a forked job that no one will touch again: what `wait` gives back.
+pub(crate) struct Joined<'a, R> {
+    result: TaskResult<R>,
+    _brand: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+/// Forks `f` as a two-word `JobRef` (a join half in a pool with one lane): `offer` queues
+/// it, `wait` gets it back or waits for it. Returns what `wait` made and the job's result.
+/// `owner` is the thread waiting here, woken by the latch's setter.
+#[inline]
+pub(crate) fn fork_ref<F, R, O, T>(
+    f: F,
+    owner: O,
+    offer: impl FnOnce(JobRef),
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
+) -> (T, TaskResult<R>)
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+    O: LatchOwner,
+{
+    let job = StackJob::new(f, owner);
+    let guard = AbortIfPanic("a stack job's wait");
+    // SAFETY: `run_stack::<F, R, O>` runs the `StackJob<F, R, O>` at this address, once;
+    // `fork` keeps it alive until then or until it is taken back (module docs, "Safety").
+    offer(unsafe { JobRef::new(run_stack::<F, R, O>, job.address()) });
+    let out = fork(&job, wait);
+    guard.disarm();
+    out
+}
+
+/// Forks `f` as a `Job` with `flags` (a join half in a pool with lanes, or a job sent to a
+/// pool from outside it): as [`fork_ref`].
+#[inline]
+pub(crate) fn fork_job<F, R, O, T>(
+    f: F,
+    owner: O,
+    flags: u8,
+    offer: impl FnOnce(Job),
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
+) -> (T, TaskResult<R>)
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+    O: LatchOwner,
+{
+    let job = StackJob::new(f, owner);
+    let guard = AbortIfPanic("a stack job's wait");
+    let mut payload = Payload::uninit();
+    // SAFETY: a payload has room for one address; `Job::stack_address` reads it back.
+    unsafe { ptr::write(payload.as_mut_ptr().cast::<*const ()>(), job.address()) };
+    // SAFETY: `call_stack::<F, R, O>` reads exactly this address, once; `fork` keeps the job
+    // alive until it ran or was taken back (module docs, "Safety").
+    offer(unsafe { Job::from_raw(call_stack::<F, R, O>, payload, flags | STACK) });
+    let out = fork(&job, wait);
+    guard.disarm();
+    out
+}
+
+/// Runs `wait` on the offered `job`: the job is finished with once it returns.
+#[inline]
+fn fork<F, R, O, T>(
+    job: &StackJob<F, R, O>,
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
+) -> (T, TaskResult<R>) {
+    let (out, joined) = wait(&Forked {
+        job,
+        _brand: PhantomData,
+    });
+    (out, joined.result)
+}
+
+impl<F, R, O> StackJob<F, R, O> {
+    #[inline]
+    fn new(f: F, owner: O) -> Self {
+        StackJob {
+            func: UnsafeCell::new(Some(f)),
+            result: UnsafeCell::new(None),
+            latch: Latch::new(),
+            owner,
+        }
+    }
+
+    #[inline]
+    fn address(&self) -> *const () {
+        (self as *const Self).cast()
+    }
+}
+
+impl<'a, F: FnOnce() -> R, R, O> Forked<'a, F, R, O> {
+    /// The latch the runner opens, to wait on.
+    #[inline]
+    pub(crate) fn latch(&self) -> &Latch {
+        &self.job.latch
+    }
+
+    /// The runner's result, if the latch is open.
+    #[inline]
+    pub(crate) fn try_result(&self) -> Option<Joined<'a, R>> {
+        if !self.job.latch.probe() {
+            return None;
+        }
+        // SAFETY: the latch is open, so the runner wrote `result` and is done with the job.
+        let result = unsafe { (*self.job.result.get()).take() };
+        Some(Joined {
+            result: result.expect("flock: a stolen stack job left its result"),
+            _brand: PhantomData,
+        })
+    }
+
+    /// The runner's result, after a wait for the latch.
+    pub(crate) fn result(&self) -> Joined<'a, R> {
+        self.try_result()
+            .expect("flock: a stack job's latch is open after the wait")
+    }
+
+    /// `entry`, taken back from a join deque: if it is our job, runs it here and gives its
+    /// result; else gives the entry back.
+    #[inline]
+    pub(crate) fn take_back(&self, entry: JobRef) -> Result<Joined<'a, R>, JobRef> {
+        if entry.data() != self.job.address() {
+            return Err(entry);
+        }
+        Ok(self.run_here())
+    }
+
+    /// `job`, taken back from a deque: if it is our job, runs it here and gives its
+    /// result; else gives the job back.
+    #[inline]
+    pub(crate) fn take_back_job(&self, job: Job) -> Result<Joined<'a, R>, Job> {
+        if job.stack_address() != Some(self.job.address()) {
+            return Err(job);
+        }
+        std::mem::forget(job); // just our own address; `run_here` does the work
+        Ok(self.run_here())
+    }
+
+    /// Runs the function here (we took the job back before anyone ran it).
+    #[inline]
+    fn run_here(&self) -> Joined<'a, R> {
+        // SAFETY: the job was taken back from its queue, so nobody else can run it.
+        let f = unsafe { (*self.job.func.get()).take() }.expect("flock: a stack job runs once");
+        Joined {
+            result: catch_unwind(AssertUnwindSafe(f)),
+            _brand: PhantomData,
+        }
+    }
+}
+
+/// # Safety
+/// `payload`'s first word is the address of a live `StackJob<F, R, O>` whose job was not run
+/// yet.
+unsafe fn call_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
+    payload: Payload,
+    _action: Action,
+) -> Outcome {
+    // SAFETY: see the function's contract.
+    unsafe { execute_stack::<F, R, O>(ptr::read(payload.as_ptr().cast::<*const ()>())) }
+}
+
+/// A stack job's `JobRef` function.
+///
+/// # Safety
+/// `data` is the address of a live `StackJob<F, R, O>` whose job was not run yet.
+unsafe fn run_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(data: *const ()) -> Outcome {
+    // SAFETY: see the function's contract. (A join half is not counted: nothing reads the
+    // outcome.)
+    unsafe { execute_stack::<F, R, O>(data) }
+}
+
+/// Runs the stack job at `data`, leaves its result and opens its latch.
+///
+/// # Safety
+/// `data` is the address of a live `StackJob<F, R, O>` whose job was not run yet.
+#[inline]
+unsafe fn execute_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
+    data: *const (),
+) -> Outcome {
+    // SAFETY: see the function's contract.
+    let job = unsafe { &*data.cast::<StackJob<F, R, O>>() };
+    // Both actions run the function: a stack job's owner is blocked on it, so it must never
+    // be dropped unrun (and it is not `DISCARDABLE`, so `shutdown_now` never asks).
+    // SAFETY: the job is run once; its owner does not touch `func` once the job is out of
+    // its deque.
+    let f = unsafe { (*job.func.get()).take() }.expect("flock: a stack job runs once");
+    let result = catch_unwind(AssertUnwindSafe(f));
+    let outcome = if result.is_ok() {
+        Outcome::Done
+    } else {
+        Outcome::Panicked
+    };
+    // SAFETY: the owner reads `result` only after the latch opens, below.
+    unsafe { *job.result.get() = Some(result) };
+    // SAFETY: the job is alive until its latch opens; after this we touch nothing of it.
+    unsafe { latch::set_and_wake(&job.latch, &job.owner) };
+    outcome
+}
