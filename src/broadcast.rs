@@ -12,8 +12,8 @@
 //! mailbox holds before it leaves. Why the wake is not lost is in `sleep/README.md`
 //! ("Broadcasts").
 
-use crate::job::{Job, Outcome, COUNTED};
-use crate::latch::{self, Latch, Owner};
+use crate::job::{stack, Job, Outcome, COUNTED};
+use crate::latch::Owner;
 use crate::metrics::counters::Stat;
 use crate::pool::Pool;
 use crate::registry::SlotState;
@@ -82,69 +82,35 @@ impl Mailboxes {
     }
 }
 
-/// One broadcast, on its caller's stack until every job has run.
-struct Broadcast<'f, F, R> {
+/// One broadcast's calls, shared by its jobs (`stack::fan_out`) until every one has run.
+struct Calls<'f, F, R> {
     f: &'f F,
     /// Per picked slot, in slot order, the call's value.
     results: Mutex<Vec<Option<R>>>,
-    /// Jobs not yet finished.
-    remaining: AtomicUsize,
-    latch: Latch,
-    owner: Owner,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
-/// The broadcast's address, for its jobs (Send: the state is Sync and outlives them).
-struct BroadcastPtr<'f, F, R>(*const Broadcast<'f, F, R>);
-
-// SAFETY: `Broadcast` is Sync when `F: Sync` and `R: Send`, and the caller does not return
-// before every job holding this pointer has finished (the latch).
-unsafe impl<F: Sync, R: Send> Send for BroadcastPtr<'_, F, R> {}
-
-impl<'f, F, R> BroadcastPtr<'f, F, R> {
-    /// Only a method reads the pointer, so closures capture the whole (Send) wrapper.
-    fn get(&self) -> *const Broadcast<'f, F, R> {
-        self.0
-    }
-}
-
-impl<F, R> Broadcast<'_, F, R>
+impl<F, R> Calls<'_, F, R>
 where
     F: Fn(usize) -> R + Sync,
     R: Send,
 {
-    /// The job for worker `index`, the `pos`th picked. Takes a raw pointer, not `&self`:
-    /// the caller may free the broadcast as soon as the last job opens the latch (see
-    /// `Latch::set`).
-    ///
-    /// # Safety
-    /// `this` is alive until this call's decrement of `remaining`.
-    unsafe fn run(this: *const Self, pos: usize, index: usize) -> Outcome {
-        // SAFETY: our unit of `remaining` keeps the broadcast alive up to its decrement.
-        let state = unsafe { &*this };
-        let outcome = match catch_unwind(AssertUnwindSafe(|| (state.f)(index))) {
+    /// The call for worker `index`, the `pos`th picked.
+    fn run(&self, pos: usize, index: usize) -> Outcome {
+        match catch_unwind(AssertUnwindSafe(|| (self.f)(index))) {
             Ok(value) => {
-                state.results.lock()[pos] = Some(value);
+                self.results.lock()[pos] = Some(value);
                 Outcome::Done
             }
             Err(payload) => {
-                let mut first = state.panic.lock();
+                let mut first = self.panic.lock();
                 match *first {
                     None => *first = Some(payload),
                     Some(_) => drop_payload(payload),
                 }
                 Outcome::Panicked
             }
-        };
-        // SAFETY: as above; only the last job touches the broadcast after its decrement.
-        unsafe {
-            // AcqRel: the last decrement acquires every other job's writes before it opens
-            // the latch for the caller.
-            if (*this).remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                latch::set_and_wake(&(*this).latch, &(*this).owner);
-            }
         }
-        outcome
     }
 }
 
@@ -188,14 +154,7 @@ impl Pool {
     {
         let reg = self.registry();
         let shard = reg.counters.external();
-        let state = Broadcast {
-            f: &f,
-            results: Mutex::new(Vec::new()),
-            remaining: AtomicUsize::new(0),
-            latch: Latch::new(),
-            owner: Owner::current(reg),
-            panic: Mutex::new(None),
-        };
+        let owner = Owner::current(reg);
         let slots = reg.slots.lock();
         // `Running` only: the slot's thread holds its index and runs its mailbox before it
         // leaves (`Starting` has no such thread yet, and may never get one).
@@ -213,25 +172,25 @@ impl Pool {
             return Vec::new();
         }
         shard.stat_shared(Stat::Submitted, k as u64);
-        state.results.lock().resize_with(k, || None);
-        state.remaining.store(k, Ordering::Relaxed);
-        for (pos, &index) in picked.iter().enumerate() {
-            let ptr = BroadcastPtr(&state);
-            // SAFETY: this job's unit of `remaining` keeps the broadcast alive until `run`
-            // decrements it.
-            let call = move || unsafe { Broadcast::run(ptr.get(), pos, index) };
-            // SAFETY: the job borrows `state` and `f`, which live until the latch below
-            // opens, which needs every job to have run.
-            let job = unsafe { Job::new_unchecked(call, COUNTED) };
-            reg.mailboxes.put(index, job);
-        }
-        drop(slots);
-        for &index in &picked {
-            reg.sleep.wake_specific(index);
-        }
-        // On a worker (of this pool or another) its pool's tasks run here meanwhile; on one
-        // of ours, its own call among them.
-        latch::wait(&state.latch);
+        let calls = Calls {
+            f: &f,
+            results: Mutex::new((0..k).map(|_| None).collect()),
+            panic: Mutex::new(None),
+        };
+        // On a worker (of this pool or another) its pool's tasks run in `fan_out`'s wait;
+        // on one of ours, its own call among them.
+        let ((), state) = stack::fan_out(calls, owner, |jobs| {
+            for (pos, &index) in picked.iter().enumerate() {
+                let job = jobs.job(COUNTED, move |calls: &Calls<'_, F, R>| {
+                    calls.run(pos, index)
+                });
+                reg.mailboxes.put(index, job);
+            }
+            drop(slots);
+            for &index in &picked {
+                reg.sleep.wake_specific(index);
+            }
+        });
         if let Some(payload) = state.panic.lock().take() {
             resume_unwind(payload);
         }

@@ -7,6 +7,10 @@
 //! ran here (taken back before any thief got it) or its latch opened (it ran elsewhere).
 //! So a fork cannot return while a thief may still touch its job.
 //!
+//! [`fan_out`] is the many-jobs case (a broadcast): a value on its stack that several jobs
+//! run with, each holding one unit of a count; the last unit given back opens the latch,
+//! and `fan_out` gives the value back only after it.
+//!
 //! # Safety
 //!
 //! The `unsafe` blocks here rely on:
@@ -23,11 +27,17 @@
 //! - **The result is handed over by the latch.** The runner writes `result` before it
 //!   opens the latch (its Release), and the waiter reads it only after it saw the latch
 //!   open (its Acquire, [`Latch::probe`]).
+//! - **A shared value outlives its jobs.** `fan_out` keeps its `Shared` in its frame and
+//!   holds one unit of `remaining` itself while `offer` makes jobs (each adds its own unit
+//!   before it leaves), so the count reaches zero, and the latch opens, only after every
+//!   job made gave its unit back, its last touch of the value. It returns only after the
+//!   latch opened, and aborts if `offer` or `wait` unwinds.
 //! - **The address identifies the job.** A taken-back entry is ours when its address is
 //!   our job's: two live stack jobs never share one.
 
 use super::{Action, Job, JobRef, Outcome, Payload, STACK};
 use crate::latch::{self, Latch, LatchOwner};
+use crate::sync::{AtomicUsize, Ordering};
 use crate::unwind::AbortIfPanic;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -248,4 +258,106 @@ unsafe fn execute_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
     // SAFETY: the job is alive until its latch opens; after this we touch nothing of it.
     unsafe { latch::set_and_wake(&job.latch, &job.owner) };
     outcome
+}
+
+/// A value on a `fan_out` call's stack, shared by the jobs made from it, each of which runs
+/// once with it; the last unit released opens the latch.
+struct Shared<S, O> {
+    state: S,
+    /// One unit per job not yet finished, and one for the `fan_out` call while it makes
+    /// jobs.
+    remaining: AtomicUsize,
+    latch: Latch,
+    /// The thread waiting in `fan_out`: the last job's release wakes it.
+    owner: O,
+}
+
+/// `fan_out`'s maker of jobs, for its `offer` closure.
+pub(crate) struct FanOut<'a, S, O> {
+    shared: &'a Shared<S, O>,
+}
+
+/// The shared value's address, for a job (Send: the value is Sync, and `fan_out` does not
+/// return before every job holding it has finished).
+struct SharedPtr<S, O>(*const Shared<S, O>);
+
+// SAFETY: `Shared<S, O>` is Sync when `S` and `O` are, and it outlives every job holding
+// this pointer (module docs, "Safety").
+unsafe impl<S: Sync, O: Sync> Send for SharedPtr<S, O> {}
+
+impl<S, O> SharedPtr<S, O> {
+    /// Only a method reads the pointer, so closures capture the whole (Send) wrapper.
+    fn get(&self) -> *const Shared<S, O> {
+        self.0
+    }
+}
+
+/// Shares `state` with the jobs that `offer` makes ([`FanOut::job`]) and queues, then waits
+/// (`latch::wait`, on the latch the last of them opens) until every one of them has run,
+/// and gives `state` back with what `offer` returned. The thread waiting here is `owner`'s;
+/// a worker runs its pool's tasks meanwhile.
+pub(crate) fn fan_out<S, O, T>(
+    state: S,
+    owner: O,
+    offer: impl FnOnce(&FanOut<'_, S, O>) -> T,
+) -> (T, S)
+where
+    S: Sync,
+    O: LatchOwner + Sync,
+{
+    let shared = Shared {
+        state,
+        remaining: AtomicUsize::new(1),
+        latch: Latch::new(),
+        owner,
+    };
+    let guard = AbortIfPanic("a fan-out's wait");
+    let out = offer(&FanOut { shared: &shared });
+    // SAFETY: `shared` is ours, alive through the call; this gives back our own unit.
+    unsafe { Shared::release(&shared) };
+    latch::wait(&shared.latch);
+    // The latch opens only on the last release, so no job is left to touch `shared`.
+    guard.disarm();
+    (out, shared.state)
+}
+
+impl<S: Sync, O: LatchOwner + Sync> FanOut<'_, S, O> {
+    /// A job with `flags` that runs `body` with the shared value; `fan_out` waits for it.
+    /// The job must be run, not dropped unrun: `fan_out` waits for it until then.
+    pub(crate) fn job(&self, flags: u8, body: impl FnOnce(&S) -> Outcome + Send + 'static) -> Job {
+        // Relaxed: the job reaches its runner through a queue whose handover orders this
+        // increment before the runner's decrement.
+        self.shared.remaining.fetch_add(1, Ordering::Relaxed);
+        let ptr = SharedPtr(self.shared);
+        let call = move || {
+            let this = ptr.get();
+            // SAFETY: this job's unit of `remaining` keeps the value alive up to `release`.
+            let outcome = body(unsafe { &(*this).state });
+            // SAFETY: as above; this gives back the job's unit.
+            unsafe { Shared::release(this) };
+            outcome
+        };
+        // SAFETY: the job borrows the shared value, which lives until the latch opens,
+        // which needs this job to have run.
+        unsafe { Job::new_unchecked(call, flags) }
+    }
+}
+
+impl<S, O: LatchOwner> Shared<S, O> {
+    /// Gives back one unit; the last opens the latch. Takes a raw pointer, not `&self`: the
+    /// waiter may free the value as soon as the latch opens (see `Latch::set`).
+    ///
+    /// # Safety
+    /// `this` is alive until this call's decrement, and the caller holds a unit.
+    unsafe fn release(this: *const Self) {
+        // SAFETY: the caller's unit keeps the value alive up to its decrement; only the last
+        // unit touches it after, and only to open the latch, its last touch.
+        unsafe {
+            // AcqRel: the last decrement acquires every other job's writes before it opens
+            // the latch for the waiter.
+            if (*this).remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                latch::set_and_wake(&(*this).latch, &(*this).owner);
+            }
+        }
+    }
 }
