@@ -5,6 +5,25 @@
 //! of integers, say) is stored in the payload itself, so submitting it allocates nothing;
 //! larger closures are boxed and the payload holds the box. Other job kinds (spawned tasks with
 //! a join handle, `join`'s stack jobs, C callbacks) fill the payload with their own pointers.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here (and the raw constructors' contracts, which callers keep) rely
+//! on:
+//!
+//! - **One call per job.** A job's function gets its payload exactly once: `run` and
+//!   `discard` consume the job and forget it, and `Drop` (a job dropped unrun) discards it
+//!   only when neither did. A `JobRef` is consumed by `run` or `into_job`.
+//! - **The payload is what its function reads.** Each constructor writes exactly what its
+//!   call function reads back: a closure inline when it fits (`fits_inline`, checked), else
+//!   a box; an `Arc` (deferred jobs, bundles); a stack job's address in the first word
+//!   (`STACK`, read by `stack_address`).
+//! - **Captured state may cross threads and outlives the job.** Closures are `F: Send`;
+//!   `Job::new` needs `F: 'static`, and `new_unchecked`'s callers (scope tasks, `fan_out`'s
+//!   jobs) wait for the job before what it borrows goes; raw constructors put both duties
+//!   on their callers (`stack.rs` argues its own).
+//! - **A bundle's job is read by one claimer.** The index `claim` hands out is unique, so
+//!   each slot is read once; `into_buffer` skips the claimed slots and takes the vector once.
 
 use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
 use std::ptr;

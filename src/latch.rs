@@ -13,6 +13,21 @@
 //! protected until its function returns, and freeing its memory before then is undefined
 //! behaviour; Miri's Stacked Borrows caught that twice). An `&AtomicUsize` has no bytes
 //! outside its `UnsafeCell`, so the swap through it is sound.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here rely on:
+//!
+//! - **The setter's swap is its last touch.** `Latch::set` and `set_and_wake` take raw
+//!   pointers whose callers guarantee the latch (and owner) live until the swap; the waker
+//!   is read out of the owner before it, so nothing of either is read after.
+//!   `Latch::set_held` and `set_and_wake_held` take references, which keep both alive for
+//!   the whole call.
+//! - **An owner's pool outlives the set.** `Owner` and `LocalOwner` hold the waiting
+//!   worker's registry by address: the waiter is alive until its latch opens, and its
+//!   `WorkerThread` holds the registry's `Arc`, so the setter may read it before its swap;
+//!   a `Wake::Local` is used only by a setter that runs a job of that same pool, which is
+//!   alive while it runs.
 
 use crate::registry::Registry;
 use crate::sync::thread::{self, Thread};

@@ -8,6 +8,18 @@
 //! only, so there is nothing to synchronise. A cache keeps at most `KEEP` blocks and gives
 //! the rest to the allocator; a thread that is not a worker frees its block there too.
 //! Every block has the one layout `BLOCK`, so any block may go to any cache.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here rely on:
+//!
+//! - **One layout.** Every block is allocated and freed with `BLOCK`, and only types that
+//!   `fits` are written to one.
+//! - **One owner per block.** A block is the spawner's until it queues the task, the
+//!   runner's once it moved the task out, and a cache's once given back; each is given back
+//!   (or freed) once.
+//! - **One thread per cache.** A `Blocks` is a worker's own (`Cell`s, not `Sync`): its list
+//!   is read and written by that worker only.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;

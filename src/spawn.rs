@@ -1,4 +1,17 @@
 //! Spawned tasks and their `JoinHandle`s.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here rely on:
+//!
+//! - **Whoever moves `state` out of PENDING owns the closure.** The one CAS that does so
+//!   (a worker running or dropping the job, or `cancel`) takes or drops `func`; no one
+//!   else touches it.
+//! - **The result is handed over by DONE.** The runner writes `result` before its Release
+//!   store of DONE; the handle reads it only after an Acquire load of DONE, and only its
+//!   owner reads it, once.
+//! - **The job holds one `Arc` of the cell.** `make_job` leaks one into the payload and
+//!   `call_spawn` takes it back, once (job.rs: one call per job).
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
 use crate::latch::{self, Latch, Owner, Wake};

@@ -30,6 +30,20 @@
 //! (`put_front`), which every consumer looks at before the rings and the injector
 //! (`claim_front`, `steal`): so the batch's other jobs are taken, one at a time and in
 //! order, before anything its submitter queued after it, as if each had been queued alone.
+//!
+//! # Safety
+//!
+//! The `unsafe` blocks here rely on:
+//!
+//! - **One writer per ring.** A ring is pushed to only by the thread that claimed its
+//!   queue (`Claim`, kept in that thread's `CLAIMS`, which clears `LAST` before it lets
+//!   go), and a slot is written only in the lap its sequence number says is free.
+//! - **A published slot is read once.** A consumer reads a slot's job only after the
+//!   Release store of its sequence number (its Acquire load) and after its CAS on the head
+//!   made that position its own.
+//! - **Rings live as long as their queue.** A full ring is linked, never freed, until the
+//!   queue itself is dropped, when nobody holds it; capacities are powers of two, so a
+//!   masked index is in bounds.
 
 use crate::deque::{Injector, Steal};
 use crate::job::{Bundle, Job, INJECTED};
