@@ -35,7 +35,7 @@
 //!   an `Arc` holds, beside a clone of that `Arc`: the value stays where it is, alive, for
 //!   as long as the clone does, and `pick`'s signature ties the part to the value (or to
 //!   `'static`), so the part lives as long.
-//! - **No reference escapes the read.** [`find_map`] and [`Anchor::with`] hand out
+//! - **No reference escapes the read.** [`find_map`] and [`anchored`] hand out
 //!   references for the length of a closure only (a higher-ranked lifetime), so none
 //!   outlives the call that linked its value.
 
@@ -119,7 +119,7 @@ pub(crate) fn any<T: FrameKind>(mut f: impl FnMut(&T) -> bool) -> bool {
 }
 
 /// A thread-local reference to one value on this thread's stack: set for the length of a
-/// call ([`Anchor::enter`]), read by reference ([`Anchor::with`]). Not `Sync` (a `Cell`):
+/// call ([`Anchor::enter`]), read by reference ([`anchored`]). Not `Sync` (a `Cell`):
 /// it lives in a thread-local, and only its thread reads it.
 pub(crate) struct Anchor<T>(Cell<*const T>);
 
@@ -142,15 +142,26 @@ impl<T> Anchor<T> {
         let _restore = Restore(&self.0, self.0.replace(value));
         f()
     }
+}
 
-    /// Runs `f` with the anchored value, if any.
-    #[inline]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
-        // SAFETY: non-null only inside `enter`, which is still running below us on this
-        // thread (the only one that can reach this `Cell`) and keeps the value alive; the
-        // reference does not outlive `f` (module docs, "Safety").
-        f(unsafe { self.0.get().as_ref() })
-    }
+/// A type with an [`Anchor`] in a thread-local of its own (`worker.rs`'s `CURRENT` for
+/// `WorkerThread`).
+pub(crate) trait Anchored: Sized + 'static {
+    /// Runs `f` with this thread's anchor for the type.
+    fn anchor<R>(f: impl FnOnce(&Anchor<Self>) -> R) -> R;
+}
+
+/// Runs `f` with this thread's anchored `T`, if any. The thread-local is read in a call of
+/// its own and `f` runs after it, so that `f` is not inlined into the thread-local's access
+/// (which then stays out of line on every caller's path).
+#[inline]
+pub(crate) fn anchored<T: Anchored, R>(f: impl FnOnce(Option<&T>) -> R) -> R {
+    let at = T::anchor(|anchor| anchor.0.get());
+    // SAFETY: an anchor is reached on its own thread only (it is not `Sync`), and its
+    // pointer is non-null only inside an `Anchor::enter` on this thread, which is still
+    // running below us and keeps the value alive; the reference does not outlive `f`
+    // (module docs, "Safety").
+    f(unsafe { at.as_ref() })
 }
 
 /// A part of the value an `Arc` holds, kept beside a clone of that `Arc`, so that reaching

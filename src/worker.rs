@@ -13,7 +13,7 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
-use crate::frames::{Anchor, ArcPart};
+use crate::frames::{self, Anchor, Anchored, ArcPart};
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::metrics::counters::{Shard, Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry, SlotThread};
@@ -41,7 +41,14 @@ facade_thread_local! {
 #[inline]
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&WorkerThread>) -> R) -> R {
     // `CURRENT` holds a worker only while `run` is on this thread's stack, holding it.
-    CURRENT.with(|current| current.with(f))
+    frames::anchored(f)
+}
+
+impl Anchored for WorkerThread {
+    #[inline]
+    fn anchor<R>(f: impl FnOnce(&Anchor<Self>) -> R) -> R {
+        CURRENT.with(f)
+    }
 }
 
 /// The index of the pool worker running the calling thread, or `None` outside any pool.
