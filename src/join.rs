@@ -7,7 +7,7 @@ use crate::sync::Arc;
 use crate::unwind::drop_payload;
 use crate::worker::WorkerThread;
 use std::any::Any;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::resume_unwind;
 use std::thread::Result as TaskResult;
 
 /// `join` on a worker of the pool: push `b`, run `a`, then take `b` back or wait for its thief.
@@ -30,27 +30,24 @@ where
         b,
         owner,
         |job_b| worker.push_join(job_b),
-        |job_b| {
-            let ra = catch_unwind(AssertUnwindSafe(a));
-            let rb = loop {
-                if let Some(rb) = job_b.try_result() {
-                    break rb;
+        a,
+        |job_b| loop {
+            if let Some(opened) = job_b.opened() {
+                break job_b.stolen(opened);
+            }
+            match worker.pop_join().map(|job| job_b.take_back(job)) {
+                // Ours: nobody stole it (what `a` pushed above it, it took back or waited
+                // for).
+                Some(Ok(ours)) => break job_b.run_here(ours),
+                // Ours was stolen and this is an outer join's half, below ours; or a
+                // scope task that `a` spawned into an outer scope, above ours. Run it, as
+                // a waiting worker would, and look again.
+                Some(Err(job)) => worker.run_join_half(job),
+                None => {
+                    worker.wait_until(job_b.latch());
+                    break job_b.result();
                 }
-                match worker.pop_join().map(|job| job_b.take_back(job)) {
-                    // Ours: nobody stole it (what `a` pushed above it, it took back or waited
-                    // for).
-                    Some(Ok(rb)) => break rb,
-                    // Ours was stolen and this is an outer join's half, below ours; or a
-                    // scope task that `a` spawned into an outer scope, above ours. Run it, as
-                    // a waiting worker would, and look again.
-                    Some(Err(job)) => worker.run_join_half(job),
-                    None => {
-                        worker.wait_until(job_b.latch());
-                        break job_b.result();
-                    }
-                }
-            };
-            (ra, rb)
+            }
         },
     );
     both(ra, rb)
@@ -72,26 +69,23 @@ where
         owner,
         0,
         |job_b| worker.push_local(job_b),
-        |job_b| {
-            let ra = catch_unwind(AssertUnwindSafe(a));
-            let rb = loop {
-                if let Some(rb) = job_b.try_result() {
-                    break rb;
+        a,
+        |job_b| loop {
+            if let Some(opened) = job_b.opened() {
+                break job_b.stolen(opened);
+            }
+            match worker.pop_local().map(|job| job_b.take_back_job(job)) {
+                Some(Ok(ours)) => break job_b.run_here(ours),
+                // Spawned above `b` by `a`; or, while paused, a task from outside, which
+                // goes back to its queue unrun.
+                Some(Err(job)) => {
+                    worker.execute_unless_paused_waiting(job, worker.lane());
                 }
-                match worker.pop_local().map(|job| job_b.take_back_job(job)) {
-                    Some(Ok(rb)) => break rb,
-                    // Spawned above `b` by `a`; or, while paused, a task from outside, which
-                    // goes back to its queue unrun.
-                    Some(Err(job)) => {
-                        worker.execute_unless_paused_waiting(job, worker.lane());
-                    }
-                    None => {
-                        worker.wait_until(job_b.latch());
-                        break job_b.result();
-                    }
+                None => {
+                    worker.wait_until(job_b.latch());
+                    break job_b.result();
                 }
-            };
-            (ra, rb)
+            }
         },
     );
     both(ra, rb)
@@ -105,7 +99,7 @@ fn both<RA, RB>(ra: TaskResult<RA>, rb: TaskResult<RB>) -> (RA, RB) {
     // first: in a `SecondPanic`, so that a panic of its destructor is caught (escaping a drop
     // during an unwind, it would abort the process) rather than a branch here that hands it
     // over before the unwind (5 instructions a join, callgrind).
-    let rb = rb.map_err(|panic| SecondPanic(Some(panic)));
+    let rb = rb.map_err(|panic| SecondPanic(panic));
     let ra = ra.unwrap_or_else(|panic| resume_unwind(panic));
     (
         ra,
@@ -116,22 +110,19 @@ fn both<RA, RB>(ra: TaskResult<RA>, rb: TaskResult<RB>) -> (RA, RB) {
 /// A join half's panic payload while the other half's panic may be unwinding: dropped, its
 /// destructor's panic is caught and disposed of (`drop_payload`), as `scope` and
 /// `broadcast` dispose of a second payload.
-struct SecondPanic(Option<Box<dyn Any + Send>>);
+struct SecondPanic(Box<dyn Any + Send>);
 
 impl SecondPanic {
     fn into_inner(mut self) -> Box<dyn Any + Send> {
-        self.0
-            .take()
-            .expect("flock: a second panic is taken out once")
+        // A zero-sized stand-in (no allocation) for `drop` to dispose of.
+        std::mem::replace(&mut self.0, Box::new(()))
     }
 }
 
 impl Drop for SecondPanic {
     #[cold]
     fn drop(&mut self) {
-        if let Some(panic) = self.0.take() {
-            drop_payload(panic);
-        }
+        drop_payload(std::mem::replace(&mut self.0, Box::new(())));
     }
 }
 
@@ -173,15 +164,16 @@ where
         })
     };
     let lane = registry.outside_lane(None);
-    let ((), result) = stack::fork_job(
+    let (_, result) = stack::fork_job(
         f,
         Owner::current(registry),
         COUNTED,
         |queued| Registry::dispatch(registry, shard, route, queued, lane),
+        || (),
         |job| {
             // On a worker of another pool: that pool's tasks run here meanwhile.
             latch::wait(job.latch());
-            ((), job.result())
+            job.result()
         },
     );
     result.unwrap_or_else(|p| resume_unwind(p))

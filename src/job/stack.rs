@@ -2,7 +2,8 @@
 //! job `run_on_pool` sends to a worker do.
 //!
 //! [`fork_ref`] and [`fork_job`] make the job on their own stack, hand it to `offer` (to
-//! queue it, as a two-word [`JobRef`] or as a [`Job`]) and then to `wait`, which must give
+//! queue it, as a two-word [`JobRef`] or as a [`Job`]), run `here` on this thread and then
+//! hand the job to `wait`, which must give
 //! back a [`Joined`]: the job's result, which only a [`Forked`] makes, and only once the job
 //! ran here (taken back before any thief got it) or its latch opened (it ran elsewhere).
 //! So a fork cannot return while a thief may still touch its job.
@@ -23,7 +24,8 @@
 //!   unwinds, a thief may hold the job: the process aborts rather than free it.
 //! - **The function is taken once.** Exactly one queue entry is made per fork (`offer`
 //!   gets it by value). Its runner takes the function; the waiter takes it only after it
-//!   took the entry back, so the runner never gets it ([`Forked::take_back`]).
+//!   took the entry back, so the runner never gets it ([`Forked::take_back`], a
+//!   `TakenBack` that `run_here` consumes).
 //! - **The result is handed over by the latch.** The runner writes `result` before it
 //!   opens the latch (its Release), and the waiter reads it only after it saw the latch
 //!   open (its Acquire, [`Latch::probe`]).
@@ -38,12 +40,32 @@
 use super::{Action, Job, JobRef, Outcome, Payload, STACK};
 use crate::latch::{self, Latch, LatchOwner};
 use crate::sync::{AtomicUsize, Ordering};
-use crate::unwind::AbortIfPanic;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::thread::Result as TaskResult;
+
+/// Aborts the process if dropped: held across a fork's offer and wait, where an unwind
+/// would free a job that a thief may hold. Zero-sized, so that holding it costs nothing on
+/// the join path (`unwind::AbortIfPanic` carries its message).
+struct AbortIfUnwinds;
+
+impl Drop for AbortIfUnwinds {
+    #[cold]
+    fn drop(&mut self) {
+        eprintln!("flock: internal panic while a stack job was out; aborting");
+        std::process::abort();
+    }
+}
+
+impl AbortIfUnwinds {
+    /// Disarms the guard on the normal path.
+    #[inline(always)]
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
 
 /// A job that lives in its waiter's stack frame. The waiter does not return before the job
 /// ran (the latch is open) or it took the job back, so the frame outlives the job.
@@ -62,6 +84,16 @@ pub(crate) struct Forked<'a, F, R, O> {
     _brand: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
+/// Proof that a fork's latch was seen open (`Forked::opened`).
+pub(crate) struct Opened<'a> {
+    _brand: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+/// Proof that a fork's own entry was taken back from its queue (`Forked::take_back`).
+pub(crate) struct TakenBack<'a> {
+    _brand: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
 /// The result of a forked job that no one will touch again: what `wait` gives back.
 pub(crate) struct Joined<'a, R> {
     result: TaskResult<R>,
@@ -69,69 +101,79 @@ pub(crate) struct Joined<'a, R> {
 }
 
 /// Forks `f` as a two-word `JobRef` (a join half in a pool with one lane): `offer` queues
-/// it, `wait` gets it back or waits for it. Returns what `wait` made and the job's result.
-/// `owner` is the thread waiting here, woken by the latch's setter.
-#[inline]
-pub(crate) fn fork_ref<F, R, O, T>(
+/// it, `here` runs on this thread meanwhile (its panic caught), and `wait` gets the job back
+/// or waits for it. Returns `here`'s result and the job's.
+/// `owner` is the thread waiting here, woken by the latch's setter. Always inlined, as the
+/// body of `join` was before it moved here: out of line, its caller's `both` stays out of
+/// line too.
+#[inline(always)]
+pub(crate) fn fork_ref<F, R, O, H, RH>(
     f: F,
     owner: O,
     offer: impl FnOnce(JobRef),
-    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
-) -> (T, TaskResult<R>)
+    here: H,
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> Joined<'a, R>,
+) -> (TaskResult<RH>, TaskResult<R>)
 where
     F: FnOnce() -> R + Send,
     R: Send,
     O: LatchOwner,
+    H: FnOnce() -> RH,
 {
     let job = StackJob::new(f, owner);
-    let guard = AbortIfPanic("a stack job's wait");
+    let guard = AbortIfUnwinds;
     // SAFETY: `run_stack::<F, R, O>` runs the `StackJob<F, R, O>` at this address, once;
     // `fork` keeps it alive until then or until it is taken back (module docs, "Safety").
     offer(unsafe { JobRef::new(run_stack::<F, R, O>, job.address()) });
-    let out = fork(&job, wait);
+    let out = fork(&job, here, wait);
     guard.disarm();
     out
 }
 
 /// Forks `f` as a `Job` with `flags` (a join half in a pool with lanes, or a job sent to a
 /// pool from outside it): as [`fork_ref`].
-#[inline]
-pub(crate) fn fork_job<F, R, O, T>(
+#[inline(always)]
+pub(crate) fn fork_job<F, R, O, H, RH>(
     f: F,
     owner: O,
     flags: u8,
     offer: impl FnOnce(Job),
-    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
-) -> (T, TaskResult<R>)
+    here: H,
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> Joined<'a, R>,
+) -> (TaskResult<RH>, TaskResult<R>)
 where
     F: FnOnce() -> R + Send,
     R: Send,
     O: LatchOwner,
+    H: FnOnce() -> RH,
 {
     let job = StackJob::new(f, owner);
-    let guard = AbortIfPanic("a stack job's wait");
+    let guard = AbortIfUnwinds;
     let mut payload = Payload::uninit();
     // SAFETY: a payload has room for one address; `Job::stack_address` reads it back.
     unsafe { ptr::write(payload.as_mut_ptr().cast::<*const ()>(), job.address()) };
     // SAFETY: `call_stack::<F, R, O>` reads exactly this address, once; `fork` keeps the job
     // alive until it ran or was taken back (module docs, "Safety").
     offer(unsafe { Job::from_raw(call_stack::<F, R, O>, payload, flags | STACK) });
-    let out = fork(&job, wait);
+    let out = fork(&job, here, wait);
     guard.disarm();
     out
 }
 
-/// Runs `wait` on the offered `job`: the job is finished with once it returns.
-#[inline]
-fn fork<F, R, O, T>(
+/// Runs `here` (its panic caught), then `wait` on the offered `job`: the job is finished
+/// with once `wait` returns.
+#[inline(always)]
+fn fork<F, R, O, H: FnOnce() -> RH, RH>(
     job: &StackJob<F, R, O>,
-    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> (T, Joined<'a, R>),
-) -> (T, TaskResult<R>) {
-    let (out, joined) = wait(&Forked {
+    here: H,
+    wait: impl for<'a> FnOnce(&Forked<'a, F, R, O>) -> Joined<'a, R>,
+) -> (TaskResult<RH>, TaskResult<R>) {
+    let rh = catch_unwind(AssertUnwindSafe(here));
+    let joined = wait(&Forked {
         job,
         _brand: PhantomData,
     });
-    (out, joined.result)
+    (rh, joined.result)
 }
 
 impl<F, R, O> StackJob<F, R, O> {
@@ -153,55 +195,66 @@ impl<F, R, O> StackJob<F, R, O> {
 
 impl<'a, F: FnOnce() -> R, R, O> Forked<'a, F, R, O> {
     /// The latch the runner opens, to wait on.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn latch(&self) -> &Latch {
         &self.job.latch
     }
 
-    /// The runner's result, if the latch is open.
-    #[inline]
-    pub(crate) fn try_result(&self) -> Option<Joined<'a, R>> {
-        if !self.job.latch.probe() {
-            return None;
-        }
-        // SAFETY: the latch is open, so the runner wrote `result` and is done with the job.
-        let result = unsafe { (*self.job.result.get()).take() };
-        Some(Joined {
-            result: result.expect("flock: a stolen stack job left its result"),
+    /// Whether the latch is open: the runner is done with the job.
+    #[inline(always)]
+    pub(crate) fn opened(&self) -> Option<Opened<'a>> {
+        self.job.latch.probe().then_some(Opened {
             _brand: PhantomData,
         })
     }
 
-    /// The runner's result, after a wait for the latch.
-    pub(crate) fn result(&self) -> Joined<'a, R> {
-        self.try_result()
-            .expect("flock: a stack job's latch is open after the wait")
+    /// The runner's result, once the latch is open.
+    #[inline(always)]
+    pub(crate) fn stolen(&self, _opened: Opened<'a>) -> Joined<'a, R> {
+        // SAFETY: the latch is open (`_opened`), so the runner wrote `result` and is done
+        // with the job.
+        let result = unsafe { (*self.job.result.get()).take() };
+        Joined {
+            result: result.expect("flock: a stolen stack job left its result"),
+            _brand: PhantomData,
+        }
     }
 
-    /// `entry`, taken back from a join deque: if it is our job, runs it here and gives its
-    /// result; else gives the entry back.
-    #[inline]
-    pub(crate) fn take_back(&self, entry: JobRef) -> Result<Joined<'a, R>, JobRef> {
+    /// The runner's result, after a wait for the latch.
+    pub(crate) fn result(&self) -> Joined<'a, R> {
+        let opened = self
+            .opened()
+            .expect("flock: a stack job's latch is open after the wait");
+        self.stolen(opened)
+    }
+
+    /// Whether `entry`, taken back from a join deque, is our job: then it is consumed, and
+    /// only `run_here` runs the job; else it is given back.
+    #[inline(always)]
+    pub(crate) fn take_back(&self, entry: JobRef) -> Result<TakenBack<'a>, JobRef> {
         if entry.data() != self.job.address() {
             return Err(entry);
         }
-        Ok(self.run_here())
+        Ok(TakenBack {
+            _brand: PhantomData,
+        })
     }
 
-    /// `job`, taken back from a deque: if it is our job, runs it here and gives its
-    /// result; else gives the job back.
-    #[inline]
-    pub(crate) fn take_back_job(&self, job: Job) -> Result<Joined<'a, R>, Job> {
+    /// As `take_back`, for a `Job` taken back from a lane's deque.
+    #[inline(always)]
+    pub(crate) fn take_back_job(&self, job: Job) -> Result<TakenBack<'a>, Job> {
         if job.stack_address() != Some(self.job.address()) {
             return Err(job);
         }
         std::mem::forget(job); // just our own address; `run_here` does the work
-        Ok(self.run_here())
+        Ok(TakenBack {
+            _brand: PhantomData,
+        })
     }
 
-    /// Runs the function here (we took the job back before anyone ran it).
-    #[inline]
-    fn run_here(&self) -> Joined<'a, R> {
+    /// Runs the function here: we took the job back before anyone ran it (`_ours`).
+    #[inline(always)]
+    pub(crate) fn run_here(&self, _ours: TakenBack<'a>) -> Joined<'a, R> {
         // SAFETY: the job was taken back from its queue, so nobody else can run it.
         let f = unsafe { (*self.job.func.get()).take() }.expect("flock: a stack job runs once");
         Joined {
@@ -311,7 +364,7 @@ where
         latch: Latch::new(),
         owner,
     };
-    let guard = AbortIfPanic("a fan-out's wait");
+    let guard = AbortIfUnwinds;
     let out = offer(&FanOut { shared: &shared });
     // SAFETY: `shared` is ours, alive through the call; this gives back our own unit.
     unsafe { Shared::release(&shared) };
