@@ -99,7 +99,7 @@ fn both<RA, RB>(ra: TaskResult<RA>, rb: TaskResult<RB>) -> (RA, RB) {
     // first: in a `SecondPanic`, so that a panic of its destructor is caught (escaping a drop
     // during an unwind, it would abort the process) rather than a branch here that hands it
     // over before the unwind (5 instructions a join, callgrind).
-    let rb = rb.map_err(|panic| SecondPanic(panic));
+    let rb = rb.map_err(SecondPanic);
     let ra = ra.unwrap_or_else(|panic| resume_unwind(panic));
     (
         ra,
