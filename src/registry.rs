@@ -16,8 +16,8 @@
 
 use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
-use crate::builder::Config;
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
 use crate::metrics::counters::Counters;

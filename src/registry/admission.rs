@@ -6,7 +6,7 @@
 //! task goes where its `Route` says (`registry/dispatch.rs`).
 
 use super::{Registry, RUNNING};
-use crate::builder::Backpressure;
+use crate::config::Backpressure;
 use crate::metrics::counters::{Proto, Shard, Stat};
 use crate::sync::{canary, Canary, Ordering};
 use crate::RejectReason;
