@@ -274,7 +274,7 @@ impl Wake {
             Wake::Shared(registry, index) => registry.sleep.wake_specific(index),
             Wake::Thread(t) => t.unpark(),
             // A user's: its panic is caught and reported, the task's outcome unchanged.
-            Wake::Waker(w) => crate::unwind::wake_guarded([w]),
+            Wake::Waker(w) => crate::wakers::wake_guarded([w]),
         }
     }
 }

@@ -313,6 +313,7 @@ mod spawn;
 mod submitq;
 mod sync;
 mod unwind;
+mod wakers;
 mod worker;
 
 #[cfg(all(test, flock_loom))]

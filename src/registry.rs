@@ -14,7 +14,6 @@
 //! Beside the path: worker slots and their threads (`registry/slots.rs`: resize, retire,
 //! join) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -27,6 +26,7 @@ use crate::sleep::Sleep;
 use crate::submitq::SharedQueue;
 use crate::sync::thread::JoinHandle;
 use crate::sync::{fence, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::wakers::RoomWakers;
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -160,7 +160,7 @@ pub(crate) struct Registry {
     pending: CachePadded<AtomicUsize>,
     /// Submitters blocked waiting for room.
     blocked: CachePadded<AtomicUsize>,
-    /// Async submitters waiting for room (`src/admit.rs`).
+    /// Async submitters waiting for room (`src/admit.rs`, `src/wakers.rs`).
     pub(crate) room_wakers: RoomWakers,
     /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
     pub(crate) mailboxes: Mailboxes,
