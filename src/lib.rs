@@ -299,6 +299,7 @@ mod job;
 mod join;
 mod lane;
 mod latch;
+mod mailbox;
 mod metrics;
 mod par;
 mod pin;

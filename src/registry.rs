@@ -14,11 +14,11 @@
 //! Beside the path: worker slots and their threads (`registry/slots.rs`: resize, retire,
 //! join) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::broadcast::Mailboxes;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
+use crate::mailbox::Mailboxes;
 use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
@@ -162,7 +162,7 @@ pub(crate) struct Registry {
     blocked: CachePadded<AtomicUsize>,
     /// Async submitters waiting for room (`src/admit.rs`, `src/wakers.rs`).
     pub(crate) room_wakers: RoomWakers,
-    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
+    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/mailbox.rs`).
     pub(crate) mailboxes: Mailboxes,
     room_lock: Mutex<()>,
     room_cond: Condvar,
