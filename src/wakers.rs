@@ -1,6 +1,6 @@
-//! Waking users' `Waker`s: the lists of futures waiting for room in a full queue or for a
-//! quiet pool (`RoomWakers`), and `wake_guarded`, through which every `Waker` flock wakes
-//! is woken, so that one that panics cannot keep the others asleep.
+//! Waking users' `Waker`s: the lists of futures waiting for room in a full queue, for a
+//! quiet pool or for a task group (`RoomWakers`), and `wake_guarded`, through which every
+//! `Waker` flock wakes is woken, so that one that panics cannot keep the others asleep.
 
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::unwind::report_caught;
