@@ -105,7 +105,7 @@ impl Waiting<'_> {
     /// (the re-check that makes a release between the two tries wake us).
     fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<Result<Route, RejectReason>> {
         let reg = self.registry;
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         if let Some(done) = reg.try_admit_async(shard).transpose() {
             self.leave();
             return Poll::Ready(done);
@@ -271,7 +271,7 @@ where
             Poll::Ready(Ok(route)) => {
                 let lane = reg.outside_lane(lane);
                 let job = fire_and_forget(task);
-                Registry::dispatch(reg, reg.counters.external(), route, job, lane);
+                Registry::dispatch(reg, reg.shards.external(), route, job, lane);
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(reason)) => Poll::Ready(Err(SubmitError::new(task, reason))),
@@ -309,7 +309,7 @@ where
             Poll::Ready(Ok(route)) => {
                 let lane = reg.outside_lane(lane);
                 let (job, handle, route) = spawn_admitted(reg, route, lane, task);
-                Registry::dispatch(reg, reg.counters.external(), route, job, lane);
+                Registry::dispatch(reg, reg.shards.external(), route, job, lane);
                 Poll::Ready(handle)
             }
             Poll::Ready(Err(reason)) => Poll::Ready(JoinHandle::refused(reg, reason)),

@@ -20,23 +20,25 @@ use crate::builder::Config;
 use crate::clock::Clock;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
-use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
 use crate::sleep::Sleep;
 use crate::submitq::SharedQueue;
 use crate::sync::thread::JoinHandle;
-use crate::sync::{fence, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
 mod admission;
 mod dispatch;
 mod quiesce;
+pub(crate) mod quiet;
+pub(crate) mod shards;
 mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
-pub(crate) use self::quiesce::{Quiet, QuietWaiter};
+pub(crate) use self::quiet::{Quiet, QuietOutcome, QuietWaiter};
+pub(crate) use self::shards::{Shard, Shards};
 pub(crate) use self::slots::SlotThread;
 
 const RUNNING: u8 = 0;
@@ -152,7 +154,8 @@ pub(crate) struct Registry {
     pub(crate) sleep: Sleep,
     /// The lane reserve (`src/reserve.rs`), when the lanes differ in weight and it is on.
     pub(crate) reserve: Option<Reserve>,
-    pub(crate) counters: Counters,
+    /// The per-worker and external count shards (protocol progress and statistics).
+    pub(crate) shards: Shards,
     /// Queue-wait and run-time histograms, when `track_latency` is on.
     pub(crate) latency: Option<Latency>,
     pub(crate) cfg: Config,
@@ -171,24 +174,17 @@ pub(crate) struct Registry {
     /// The low-water mark: blocked submitters are woken when a decrement of `pending` (a
     /// release, or a failed reservation's undo) takes it from at or above it to below it.
     room_mark: usize,
+    /// `RUNNING`, `GRACEFUL` or `NOW`: only ever raised. Kept here, not in `quiet`, as
+    /// shutdown crosses every owner (`begin_shutdown`).
     shutdown: AtomicU8,
-    /// Threads in `wait_quiescent`, and `poll_quiet` futures registered (`Pool::wait_async`).
-    waiters: AtomicUsize,
-    /// The quiet generation: how many times a thread holding this lock saw nothing
-    /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
-    /// whose generation moved on returns, whatever the pool does since.
-    wait_lock: Mutex<u64>,
-    wait_cond: Condvar,
-    /// `Pool::wait_async` futures waiting for quiet (counted in `waiters` too), woken with
-    /// the blocked waiters (`notify_waiters`).
-    quiet_wakers: RoomWakers,
+    /// `wait()`'s waiters and the tasks dropped by shutdown (`registry/quiet.rs`).
+    pub(crate) quiet: Quiet,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
     live_cond: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
     helpers: Mutex<Vec<JoinHandle<()>>>,
     helpers_live: AtomicUsize,
-    dropped_by_shutdown: AtomicU64,
     pub(crate) started_at: Instant,
     /// The clock of latency stamps and lane charging (`now_ns`).
     pub(crate) clock: Clock,
@@ -259,7 +255,7 @@ impl Registry {
             } else {
                 None
             },
-            counters: Counters::new(slots),
+            shards: Shards::new(slots),
             latency: cfg.track_latency.then(|| Latency::new(slots)),
             flush_threshold: per_worker.clamp(1, 64),
             room_mark: admission::room_mark(cfg.capacity),
@@ -271,16 +267,12 @@ impl Registry {
             room_lock: Mutex::new(()),
             room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
-            waiters: AtomicUsize::new(0),
-            wait_lock: Mutex::new(0),
-            wait_cond: Condvar::new(),
-            quiet_wakers: RoomWakers::new(),
+            quiet: Quiet::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
             threads: Mutex::new(Vec::with_capacity(slots)),
             helpers: Mutex::new(Vec::new()),
             helpers_live: AtomicUsize::new(0),
-            dropped_by_shutdown: AtomicU64::new(0),
             started_at: Instant::now(),
             clock,
         }
@@ -384,7 +376,7 @@ impl Registry {
     pub(crate) fn may_exit(&self) -> bool {
         // Pairs with the store in `begin_shutdown` (Acquire would do): having seen the flag we
         // see the close before it, so `outstanding` counts every entry made before the close.
-        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.counters.outstanding() == 0
+        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.shards.outstanding() == 0
     }
 
     pub(crate) fn begin_shutdown(&self, now: bool) {
@@ -392,9 +384,9 @@ impl Registry {
         // counted in `live`, and shutdown waits for them) or sees the flag and starts none.
         let slots = self.slots.lock();
         // First close the external shards (the handshake with `admit`, see
-        // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
+        // `Counts::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
         // after this SeqCst store) sees every entry made before the close.
-        self.counters.close_external();
+        self.shards.close_external();
         // Only ever raised (RUNNING < GRACEFUL < NOW): a graceful call after `shutdown_now`
         // changes nothing.
         let target = if now { NOW } else { GRACEFUL };
@@ -427,25 +419,13 @@ impl Registry {
         }
     }
 
-    /// Counts a task that `shutdown_now` dropped unrun (`Pool::dropped_by_shutdown`). Called
-    /// before the task is counted `Dropped`, never after: a closer learns that the task
-    /// finished through that count, and must then find it here too.
-    ///
-    /// Relaxed is enough in that order. The `Dropped` add that follows is a Release
-    /// (`Shard::add_owned`, `Shard::add_shared`), and every reader of the finished counts
-    /// loads them with Acquire (`Counters::outstanding`, through `Shard::proto`). A thread
-    /// that counts our task finished there therefore happens after this increment, and so
-    /// does everyone it hands that knowledge to: a worker that saw nothing outstanding and
-    /// exits, then under the `live` lock a closer in `await_workers`. That closer's load in
-    /// `dropped_by_shutdown` sees it, also a second closer racing the first, which finds the
-    /// threads already taken and joins none (`join_threads`), so no join orders the lane
-    /// reserve's drops before its load. The other order let that closer see the reserve's
-    /// drop finished and not yet counted here.
+    /// Counts a task that `shutdown_now` dropped unrun, before it is counted `Dropped`
+    /// (`Quiet::note_dropped_by_shutdown` says why in that order).
     pub(crate) fn note_dropped_by_shutdown(&self) {
-        self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
+        self.quiet.note_dropped_by_shutdown();
     }
 
     pub(crate) fn dropped_by_shutdown(&self) -> u64 {
-        self.dropped_by_shutdown.load(Ordering::Relaxed)
+        self.quiet.dropped_by_shutdown()
     }
 }

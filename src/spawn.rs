@@ -2,7 +2,7 @@
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
 use crate::latch::{self, Latch, Owner, Wake};
-use crate::metrics::counters::Proto;
+use crate::registry::quiet::Progress;
 use crate::registry::{Registry, Route};
 use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
@@ -554,7 +554,11 @@ impl<T> JoinHandle<T> {
                 unsafe { self.cell.drop_func() }
             }))
         });
-        registry.counters.external().add_shared(Proto::Dropped, 1);
+        registry
+            .shards
+            .external()
+            .progress
+            .add_shared(Progress::Dropped, 1);
         registry.after_finish_off_worker();
         // `self.cell` keeps the latch alive.
         header.open();

@@ -5,9 +5,11 @@
 //! capacity back. Async submitters wait for room as futures in `src/admit.rs`. An admitted
 //! task goes where its `Route` says (`registry/dispatch.rs`).
 
+use super::quiet::Progress;
+use super::shards::Shard;
 use super::{Registry, RUNNING};
 use crate::builder::Backpressure;
-use crate::metrics::counters::{Proto, Shard, Stat};
+use crate::metrics::counters::Stat;
 use crate::sync::{canary, Canary, Ordering};
 use crate::RejectReason;
 use std::time::Instant;
@@ -54,7 +56,7 @@ impl Registry {
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
     #[inline]
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
-        if !shard.enter_shared() {
+        if !shard.progress.enter_shared() {
             return Err(self.refuse_closed(shard, admission, 1));
         }
         let Some(policy) = admission.policy() else {
@@ -85,7 +87,7 @@ impl Registry {
             }
             return Ok(None);
         }
-        if !shard.enter_shared() {
+        if !shard.progress.enter_shared() {
             if reserved {
                 self.release_pending(1);
             }
@@ -243,7 +245,7 @@ impl Registry {
     /// the pool shut down): no refusal is counted.
     #[cold]
     pub(crate) fn revoke_entries(&self, shard: &Shard, n: u64) {
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         self.after_finish_off_worker();
     }
 
@@ -265,7 +267,7 @@ impl Registry {
         if let Admission::Bounded(_) = admission {
             return self.revoke_n(shard, RejectReason::Shutdown, n);
         }
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         self.after_finish_off_worker();
         RejectReason::Shutdown
     }
@@ -273,7 +275,7 @@ impl Registry {
     /// Takes back `n` entries the pool will not run.
     #[cold]
     pub(super) fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         Registry::count_refused_on(shard, reason, n);
         self.after_finish_off_worker();
         reason
@@ -283,7 +285,7 @@ impl Registry {
     /// handed back with its refused head).
     #[cold]
     pub(crate) fn count_refused(&self, reason: RejectReason, n: u64) {
-        Registry::count_refused_on(self.counters.external(), reason, n);
+        Registry::count_refused_on(self.shards.external(), reason, n);
     }
 
     fn count_refused_on(shard: &Shard, reason: RejectReason, n: u64) {
@@ -294,7 +296,7 @@ impl Registry {
             // Refused before anything is entered (`Pool::submit_to`), counted from there.
             RejectReason::UnknownLane => Stat::RejectedUnknownLane,
         };
-        shard.stat_shared(stat, n);
+        shard.stats.stat_shared(stat, n);
     }
 
     /// Up to `k` units of `pending`, as many as fit below capacity.
