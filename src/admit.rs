@@ -3,7 +3,7 @@
 //!
 //! A waiting future registers its waker in the pool's [`RoomWakers`], then tries again; the
 //! worker that gives capacity back while the queue was full wakes every registered waker
-//! (`Registry::release_pending`), and so does a shutdown. Why no wake is lost is in
+//! (`Gate::release_pending`), and so does a shutdown. Why no wake is lost is in
 //! `sleep/README.md`, "Backpressure". Wakers are woken outside every lock and through
 //! `unwind::wake_guarded`, so one that panics cannot keep the others asleep.
 
@@ -110,7 +110,7 @@ impl Waiting<'_> {
             self.leave();
             return Poll::Ready(done);
         }
-        reg.room_wakers.register(&mut self.id, cx.waker());
+        reg.gate.register_room_waker(&mut self.id, cx.waker());
         match reg.try_admit_async(shard).transpose() {
             Some(done) => {
                 self.leave();
@@ -133,7 +133,7 @@ impl Waiting<'_> {
     /// `wake_all` does not wake a future that is done).
     fn leave(&mut self) {
         if let Some(id) = self.id.take() {
-            self.registry.room_wakers.unregister(id);
+            self.registry.gate.unregister_room_waker(id);
         }
     }
 }

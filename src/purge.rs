@@ -39,7 +39,7 @@ use crate::deque::Steal;
 use crate::frames;
 use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
 use crate::metrics::counters::LaneStat;
-use crate::registry::quiet::Progress;
+use crate::registry::Progress;
 use crate::registry::Registry;
 
 /// One call dropping queued tasks of the pool whose registry is at `registry`
@@ -127,7 +127,7 @@ impl Purge<'_> {
         }
         if job.flags() & RESERVED != 0 {
             // As a worker does when a job starts: its unit of capacity is free again.
-            self.reg.release_pending(1);
+            self.reg.gate.release_pending(1);
         }
         if job.discard_counted() {
             self.dropped += 1;

@@ -1,20 +1,25 @@
 //! State shared by the pool handle and its workers: the queues, the sleep protocol, the
 //! counters, the control word (workers wanted, pause) and the shutdown handshake.
 //!
+//! Owners with private fields: `Gate` (`registry/gate.rs`: capacity and backpressure) and
+//! `Quiet` (`registry/quiet.rs`: the progress counts with the `CLOSED` bit, `wait()`'s
+//! waiters, the tasks dropped by shutdown); the count shards are `registry/shards.rs`.
+//! `Registry` runs the steps that cross owners.
+//!
 //! A task's path from submit to run, one file per stage:
-//! 1. admission (`registry/admission.rs`): the shutdown check, capacity and backpressure;
+//! 1. admission (`registry/admission.rs`): the shutdown check, capacity and backpressure
+//!    (the `Gate`);
 //!    async submitters wait for room in `src/admit.rs`;
 //! 2. dispatch (`registry/dispatch.rs`): where an admitted task goes (its lane's shared
 //!    queue, one by one or as bundles; the caller; a helper thread). A task submitted from
 //!    inside the pool goes onto the worker's own deque instead (`worker/submit.rs`);
 //! 3. the worker loop (`worker.rs`), which finds work (`worker/find.rs`);
 //! 4. execute (`worker/execute.rs`); the registry's side of a task's end is in
-//!    `registry/quiesce.rs` (panics reported, `wait()`ers told).
+//!    `registry/quiesce.rs` (panics reported, `wait()`ers told through `Quiet`).
 //!
 //! Beside the path: worker slots and their threads (`registry/slots.rs`: resize, retire,
 //! join) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
 use crate::builder::Config;
 use crate::clock::Clock;
@@ -31,13 +36,15 @@ use std::time::Instant;
 
 mod admission;
 mod dispatch;
+mod gate;
 mod quiesce;
-pub(crate) mod quiet;
-pub(crate) mod shards;
+mod quiet;
+mod shards;
 mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
-pub(crate) use self::quiet::{Quiet, QuietOutcome, QuietWaiter};
+pub(crate) use self::gate::Gate;
+pub(crate) use self::quiet::{Progress, Quiet, QuietOutcome, QuietWaiter};
 pub(crate) use self::shards::{Shard, Shards};
 pub(crate) use self::slots::SlotThread;
 
@@ -159,21 +166,10 @@ pub(crate) struct Registry {
     /// Queue-wait and run-time histograms, when `track_latency` is on.
     pub(crate) latency: Option<Latency>,
     pub(crate) cfg: Config,
-    /// Tasks accepted from outside and not yet started (may overstate; see sleep/README.md).
-    pending: CachePadded<AtomicUsize>,
-    /// Submitters blocked waiting for room.
-    blocked: CachePadded<AtomicUsize>,
-    /// Async submitters waiting for room (`src/admit.rs`).
-    pub(crate) room_wakers: RoomWakers,
+    /// Capacity and backpressure (`registry/gate.rs`).
+    pub(crate) gate: Gate,
     /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
     pub(crate) mailboxes: Mailboxes,
-    room_lock: Mutex<()>,
-    room_cond: Condvar,
-    /// Started tasks a worker may hold back before giving their `pending` units back.
-    pub(crate) flush_threshold: usize,
-    /// The low-water mark: blocked submitters are woken when a decrement of `pending` (a
-    /// release, or a failed reservation's undo) takes it from at or above it to below it.
-    room_mark: usize,
     /// `RUNNING`, `GRACEFUL` or `NOW`: only ever raised. Kept here, not in `quiet`, as
     /// shutdown crosses every owner (`begin_shutdown`).
     shutdown: AtomicU8,
@@ -184,7 +180,6 @@ pub(crate) struct Registry {
     live_cond: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
     helpers: Mutex<Vec<JoinHandle<()>>>,
-    helpers_live: AtomicUsize,
     pub(crate) started_at: Instant,
     /// The clock of latency stamps and lane charging (`now_ns`).
     pub(crate) clock: Clock,
@@ -196,9 +191,6 @@ impl Registry {
         let slots = cfg.max_workers;
         // Only pools that read the clock per task pay for measuring the counter's rate.
         let clock = Clock::new(cfg.track_latency || cfg.lanes.len() > 1);
-        // From `max_workers`, not the starting count: held-back units may overstate the queue
-        // by `flush_threshold × workers`, which must stay small at any size (`resize`).
-        let per_worker = cfg.capacity / (32 * cfg.max_workers);
         let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
             .map(|_| {
                 cfg.lanes
@@ -257,22 +249,15 @@ impl Registry {
             },
             shards: Shards::new(slots),
             latency: cfg.track_latency.then(|| Latency::new(slots)),
-            flush_threshold: per_worker.clamp(1, 64),
-            room_mark: admission::room_mark(cfg.capacity),
+            gate: Gate::new(&cfg),
             cfg,
-            pending: CachePadded::new(AtomicUsize::new(0)),
-            blocked: CachePadded::new(AtomicUsize::new(0)),
-            room_wakers: RoomWakers::new(),
             mailboxes: Mailboxes::new(slots),
-            room_lock: Mutex::new(()),
-            room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
             quiet: Quiet::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
             threads: Mutex::new(Vec::with_capacity(slots)),
             helpers: Mutex::new(Vec::new()),
-            helpers_live: AtomicUsize::new(0),
             started_at: Instant::now(),
             clock,
         }
@@ -407,11 +392,7 @@ impl Registry {
         // Wakes a `resize` waiting for a retiring slot, so it sees the flag.
         self.slot_cond.notify_all();
         drop(slots);
-        {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
-        }
-        self.room_wakers.wake_all();
+        self.gate.wake_blocked_for_shutdown();
         self.notify_waiters();
         self.sleep.wake_all();
         if let Some(reserve) = &self.reserve {

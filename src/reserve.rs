@@ -14,7 +14,7 @@
 
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat};
-use crate::registry::quiet::Progress;
+use crate::registry::Progress;
 use crate::registry::Registry;
 use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
@@ -246,7 +246,7 @@ impl Reserve {
             return;
         }
         if flags & RESERVED != 0 {
-            reg.release_pending(1);
+            reg.gate.release_pending(1);
         }
         if flags & INJECTED != 0 {
             shard.stats.stat_shared(Stat::FromInjector, 1);

@@ -662,7 +662,7 @@ impl WorkerThread {
         // What comes next does not start where the last task ended (`run_timed`).
         self.last_end.set(0);
         self.flush_reservations();
-        // Pairs with the waiter's SeqCst `waiters` increment in `Registry::wait_quiescent`:
+        // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
         fence(Ordering::SeqCst);
         if self.registry.has_waiters() {

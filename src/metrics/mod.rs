@@ -8,7 +8,7 @@ mod prometheus;
 
 pub use prometheus::prometheus_text;
 
-use crate::registry::quiet::Progress;
+use crate::registry::Progress;
 use crate::registry::Registry;
 use crate::sync::Ordering;
 use counters::{LaneStat, Stat};

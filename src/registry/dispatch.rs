@@ -73,7 +73,7 @@ impl Registry {
         let policy = admission
             .policy()
             .expect("flock: a batch from outside is bounded");
-        let reserved = this.try_reserve_up_to(k);
+        let reserved = this.gate.try_reserve_up_to(k);
         // Counted before any is queued, as `dispatch` does: a reader that sees a task end
         // sees its acceptance.
         if reserved > 0 {
@@ -90,11 +90,11 @@ impl Registry {
         for (i, item) in items.by_ref().enumerate() {
             let route = if i < reserved {
                 Route::Queue {
-                    reserved: this.cfg.capacity != usize::MAX,
+                    reserved: this.gate.is_bounded(),
                 }
             } else {
                 // Past what fitted: one at a time, as `admit` does (the entry is made).
-                let route = if this.try_reserve(Ordering::Relaxed) {
+                let route = if this.gate.try_reserve(Ordering::Relaxed) {
                     Ok(Route::Queue { reserved: true })
                 } else {
                     // Whatever is admitted so far may be what frees the room: queue it and
@@ -398,7 +398,7 @@ impl Registry {
             if let Some(job) = theirs.lock().take() {
                 registry.run_off_worker(registry.shards.external(), job, lane);
             }
-            registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
+            registry.gate.give_back_helper_slot();
         });
         match spawned {
             Ok(handle) => {
@@ -408,7 +408,7 @@ impl Registry {
             }
             Err(_) => {
                 // The OS refused a thread: run the task here rather than lose it.
-                this.helpers_live.fetch_sub(1, Ordering::AcqRel);
+                this.gate.give_back_helper_slot();
                 if let Some(job) = slot.lock().take() {
                     this.run_off_worker(shard, job, lane);
                 }

@@ -6,7 +6,7 @@
 use super::WorkerThread;
 use crate::job::{Job, JobRef, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat, WorkerState};
-use crate::registry::quiet::Progress;
+use crate::registry::Progress;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 impl WorkerThread {
@@ -210,9 +210,9 @@ impl WorkerThread {
     /// (`flush_threshold` units, or when this worker runs out of work).
     pub(crate) fn note_reservation_started(&self) {
         let n = self.unflushed.get() + 1;
-        if n >= self.registry.flush_threshold {
+        if n >= self.registry.gate.flush_threshold() {
             self.unflushed.set(0);
-            self.registry.release_pending(n);
+            self.registry.gate.release_pending(n);
         } else {
             self.unflushed.set(n);
         }
@@ -221,7 +221,7 @@ impl WorkerThread {
     pub(super) fn flush_reservations(&self) {
         let n = self.unflushed.replace(0);
         if n > 0 {
-            self.registry.release_pending(n);
+            self.registry.gate.release_pending(n);
         }
     }
 }

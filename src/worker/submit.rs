@@ -6,7 +6,7 @@
 use super::WorkerThread;
 use crate::job::{Job, JobRef};
 use crate::metrics::counters::{LaneStat, Stat};
-use crate::registry::quiet::Progress;
+use crate::registry::Progress;
 
 impl WorkerThread {
     /// Pushes a job onto this worker's own deque of the running task's lane: no lock, no
