@@ -131,7 +131,7 @@ impl Future for WaitAsync<'_> {
 
 impl Drop for WaitAsync<'_> {
     fn drop(&mut self) {
-        self.pool.registry().leave_quiet(&mut self.waiter);
+        self.pool.registry().quiet.leave(&mut self.waiter);
     }
 }
 

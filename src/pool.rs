@@ -717,7 +717,7 @@ impl Pool {
         // Every worker has exited: what is still queued are the jobs of tasks cancelled
         // while queued, which hold the registry (see `purge::sweep`).
         crate::purge::sweep(reg);
-        Ok(reg.dropped_by_shutdown())
+        Ok(reg.quiet.dropped_by_shutdown())
     }
 
     /// How many tasks this pool's shutdowns have dropped unrun so far: those
@@ -740,7 +740,7 @@ impl Pool {
     /// assert_eq!(pool.stats().dropped, 5);
     /// ```
     pub fn dropped_by_shutdown(&self) -> u64 {
-        self.registry.dropped_by_shutdown()
+        self.registry.quiet.dropped_by_shutdown()
     }
 
     /// A snapshot of the pool's counters, queue depths, per-worker state and (with

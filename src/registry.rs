@@ -399,14 +399,4 @@ impl Registry {
             reserve.unpark();
         }
     }
-
-    /// Counts a task that `shutdown_now` dropped unrun, before it is counted `Dropped`
-    /// (`Quiet::note_dropped_by_shutdown` says why in that order).
-    pub(crate) fn note_dropped_by_shutdown(&self) {
-        self.quiet.note_dropped_by_shutdown();
-    }
-
-    pub(crate) fn dropped_by_shutdown(&self) -> u64 {
-        self.quiet.dropped_by_shutdown()
-    }
 }

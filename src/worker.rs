@@ -490,7 +490,7 @@ impl WorkerThread {
         reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
-        if reg.has_waiters() {
+        if reg.quiet.has_waiters() {
             reg.notify_waiters();
         }
     }
@@ -665,7 +665,7 @@ impl WorkerThread {
         // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
         fence(Ordering::SeqCst);
-        if self.registry.has_waiters() {
+        if self.registry.quiet.has_waiters() {
             self.registry.notify_waiters();
         }
     }

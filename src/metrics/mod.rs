@@ -403,7 +403,7 @@ impl Registry {
             park_attempts: stat(Stat::ParkAttempts),
             sleep_word_writes: self.sleep.writes_so_far(),
             local_push_wake_checks: stat(Stat::LocalPushWakeChecks),
-            waiters: self.waiters(),
+            waiters: self.quiet.waiters(),
             in_flight,
             queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,

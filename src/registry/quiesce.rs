@@ -46,15 +46,6 @@ impl Registry {
         }
     }
 
-    pub(crate) fn has_waiters(&self) -> bool {
-        self.quiet.has_waiters()
-    }
-
-    /// Threads blocked in `wait_quiescent` and pending `poll_quiet` futures now (`Stats::waiters`).
-    pub(crate) fn waiters(&self) -> usize {
-        self.quiet.waiters()
-    }
-
     /// Wakes the waiters to re-check (`Quiet::notify`).
     #[cold]
     pub(crate) fn notify_waiters(&self) {
@@ -79,11 +70,6 @@ impl Registry {
     /// `wait_quiescent` as a future's poll (`Pool::wait_async`, `Quiet::poll`).
     pub(crate) fn poll_quiet(&self, waiter: &mut QuietWaiter, cx: &mut Context<'_>) -> Poll<()> {
         self.quiet.poll(waiter, cx, || self.shards.outstanding())
-    }
-
-    /// Takes a `poll_quiet` future out of the waiters (ready, or dropped before).
-    pub(crate) fn leave_quiet(&self, waiter: &mut QuietWaiter) {
-        self.quiet.leave(waiter);
     }
 
     /// Whether any shared queue or worker deque holds a job, or a worker keeps one from the

@@ -200,8 +200,8 @@ impl WorkerThread {
     #[cold]
     fn discard(&self, job: Job) {
         if job.discard_counted() {
-            // In this order: see `note_dropped_by_shutdown`.
-            self.registry.note_dropped_by_shutdown();
+            // In this order: see `Quiet::note_dropped_by_shutdown`.
+            self.registry.quiet.note_dropped_by_shutdown();
             self.shard().progress.add_owned(Progress::Dropped, 1);
         }
     }
