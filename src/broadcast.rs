@@ -1,7 +1,7 @@
 //! [`Pool::broadcast`]: a closure run once on every worker, for per-thread set-up and
 //! per-thread buffers.
 //!
-//! Each worker slot has a [`Mailbox`]: jobs for that worker only, never stolen. The caller
+//! Each worker slot has a mailbox (`mailbox.rs`): jobs for that worker only, never stolen. The caller
 //! picks the slots whose thread runs (`Running`, under the `slots` lock: a slot still
 //! starting is not picked, since its thread may never come, nor one that has begun to
 //! retire, and one picked cannot leave without running its job on that thread), enters one
@@ -12,75 +12,15 @@
 //! mailbox holds before it leaves. Why the wake is not lost is in `sleep/README.md`
 //! ("Broadcasts").
 
-use crate::job::{stack, Job, Outcome, COUNTED};
+use crate::job::{stack, Outcome, COUNTED};
 use crate::latch::Owner;
 use crate::metrics::counters::Stat;
 use crate::pool::Pool;
 use crate::registry::SlotState;
-use crate::sync::{canary, AtomicUsize, Canary, Mutex, Ordering};
+use crate::sync::{canary, Canary, Mutex};
 use crate::unwind::drop_payload;
-use crossbeam_utils::CachePadded;
 use std::any::Any;
-use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-
-/// Per worker slot, the broadcast jobs addressed to it.
-pub(crate) struct Mailboxes {
-    boxes: Box<[CachePadded<Mailbox>]>,
-}
-
-struct Mailbox {
-    jobs: Mutex<VecDeque<Job>>,
-    /// `jobs.len()`, readable without the lock: `find_work` reads it on every look.
-    len: AtomicUsize,
-}
-
-impl Mailboxes {
-    pub(crate) fn new(slots: usize) -> Mailboxes {
-        Mailboxes {
-            boxes: (0..slots)
-                .map(|_| {
-                    CachePadded::new(Mailbox {
-                        jobs: Mutex::new(VecDeque::new()),
-                        len: AtomicUsize::new(0),
-                    })
-                })
-                .collect(),
-        }
-    }
-
-    /// Whether slot `index` has a job waiting. Relaxed: the re-check before parking is
-    /// ordered against `put` by the `sleepers` lock (see the README).
-    #[inline]
-    pub(crate) fn has(&self, index: usize) -> bool {
-        self.boxes[index].len.load(Ordering::Relaxed) != 0
-    }
-
-    /// The oldest job for slot `index`, if any.
-    #[inline]
-    pub(crate) fn take(&self, index: usize) -> Option<Job> {
-        if !self.has(index) {
-            return None;
-        }
-        self.take_cold(index)
-    }
-
-    #[cold]
-    fn take_cold(&self, index: usize) -> Option<Job> {
-        let mailbox = &self.boxes[index];
-        let mut jobs = mailbox.jobs.lock();
-        let job = jobs.pop_front();
-        mailbox.len.store(jobs.len(), Ordering::Relaxed);
-        job
-    }
-
-    fn put(&self, index: usize, job: Job) {
-        let mailbox = &self.boxes[index];
-        let mut jobs = mailbox.jobs.lock();
-        jobs.push_back(job);
-        mailbox.len.store(jobs.len(), Ordering::Relaxed);
-    }
-}
 
 /// One broadcast's calls, shared by its jobs (`stack::fan_out`) until every one has run.
 struct Calls<'f, F, R> {
@@ -153,7 +93,7 @@ impl Pool {
         R: Send,
     {
         let reg = self.registry();
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         let owner = Owner::current(reg);
         let slots = reg.slots.lock();
         // `Running` only: the slot's thread holds its index and runs its mailbox before it
@@ -169,14 +109,14 @@ impl Pool {
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no
         // worker exits while our jobs are outstanding, or we see the close and run nothing.
-        if k == 0 || !shard.enter_shared_n(k as u64) {
+        if k == 0 || !shard.progress.enter_shared_n(k as u64) {
             drop(slots);
             if k > 0 {
                 reg.revoke_entries(shard, k as u64);
             }
             return Vec::new();
         }
-        shard.stat_shared(Stat::Submitted, k as u64);
+        shard.stats.stat_shared(Stat::Submitted, k as u64);
         let calls = Calls {
             f: &f,
             results: Mutex::new((0..k).map(|_| None).collect()),

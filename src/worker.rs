@@ -15,9 +15,9 @@
 use crate::deque::Worker as Deque;
 use crate::frames::{self, Anchor, Anchored, ArcPart};
 use crate::job::{Bundle, Job, JobRef, INJECTED};
-use crate::metrics::counters::{Shard, Stat, WorkerState};
-use crate::registry::{LocalQueues, Registry, SlotThread};
-use crate::scope::Credit;
+use crate::latch::Credit;
+use crate::metrics::counters::{Stat, WorkerState};
+use crate::registry::{LocalQueues, Registry, Shard, SlotThread};
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -119,7 +119,7 @@ pub(crate) struct WorkerThread {
     /// `join`'s second halves (`JobRef`), in a pool with one lane (`join.rs`).
     joins: Deque<JobRef>,
     registry: Arc<Registry>,
-    /// Our counter shard, `registry.counters.worker(index)`: kept as an address so that a
+    /// Our counter shard, `registry.shards.worker(index)`: kept as an address so that a
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
     /// bounds check and an index.
     shard: ArcPart<Registry, Shard>,
@@ -179,7 +179,7 @@ pub(crate) struct WorkerThread {
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
-    /// Units of a scope's count kept from its tasks that ended here (`scope::Credit`).
+    /// Units of a scope's count kept from its tasks that ended here (`latch::Credit`).
     credit: Credit,
 }
 
@@ -219,11 +219,12 @@ pub(crate) fn run(
     } = registry.take_slot(index, SlotThread::current());
     let lanes = locals.len();
     registry
-        .counters
+        .shards
         .worker(index)
+        .stats
         .set_state(WorkerState::Running);
     ready(pinned);
-    let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.counters.worker(index));
+    let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.shards.worker(index));
     let worker = WorkerThread {
         plain: lanes == 1 && registry.latency.is_none(),
         spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
@@ -310,7 +311,7 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
         canary(Canary::Credit) || worker.credit.is_empty(),
         "flock: a worker left holding a scope's units"
     );
-    worker.shard().set_state(WorkerState::Stopped);
+    worker.shard().stats.set_state(WorkerState::Stopped);
     retired
 }
 
@@ -371,7 +372,7 @@ impl WorkerThread {
         &self.blocks
     }
 
-    /// The units of a scope's count this worker holds (`scope::Credit`).
+    /// The units of a scope's count this worker holds (`latch::Credit`).
     #[inline]
     pub(crate) fn credit(&self) -> &Credit {
         &self.credit
@@ -438,7 +439,7 @@ impl WorkerThread {
                 searching = sleep.transition_to_searching(reg.workers());
             }
             if searching {
-                self.shard().set_state(WorkerState::Spinning);
+                self.shard().stats.set_state(WorkerState::Spinning);
                 let backoff = Backoff::new();
                 for _ in 0..reg.cfg.spin_limit {
                     backoff.snooze();
@@ -499,7 +500,7 @@ impl WorkerThread {
         reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
-        if reg.has_waiters() {
+        if reg.quiet.has_waiters() {
             reg.notify_waiters();
         }
     }
@@ -671,10 +672,10 @@ impl WorkerThread {
         // What comes next does not start where the last task ended (`run_timed`).
         self.last_end.set(0);
         self.flush_reservations();
-        // Pairs with the waiter's SeqCst `waiters` increment in `Registry::wait_quiescent`:
+        // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
         fence(Ordering::SeqCst);
-        if self.registry.has_waiters() {
+        if self.registry.quiet.has_waiters() {
             self.registry.notify_waiters();
         }
     }
@@ -683,8 +684,8 @@ impl WorkerThread {
     fn park(&self, searching: bool) -> Parked {
         let reg = &*self.registry;
         let sleep = &reg.sleep;
-        self.shard().set_state(WorkerState::Parked);
-        self.shard().stat_owned(Stat::ParkAttempts, 1);
+        self.shard().stats.set_state(WorkerState::Parked);
+        self.shard().stats.stat_owned(Stat::ParkAttempts, 1);
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
@@ -713,9 +714,9 @@ impl WorkerThread {
             }
             return Parked::Resume { searching: true };
         }
-        self.shard().stat_owned(Stat::Parks, 1);
+        self.shard().stats.stat_owned(Stat::Parks, 1);
         sleep.park(self.index);
-        self.shard().stat_owned(Stat::Wakeups, 1);
+        self.shard().stats.stat_owned(Stat::Wakeups, 1);
         Parked::Resume { searching: true }
     }
 
