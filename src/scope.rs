@@ -4,11 +4,12 @@
 //!
 //! The `unsafe` blocks here rely on:
 //!
-//! - **A unit keeps the scope alive.** Every task holds one unit of `pending` (the body
-//!   holds one while it runs); the scope's owner returns only after `pending` reached zero
-//!   and the latch opened, and a unit's release (`Scope::release`) touches the scope only
-//!   up to its decrement, the last one only to open the latch (so it takes a raw pointer).
-//!   Units a worker keeps for later (`Credit`) keep it alive the same way.
+//! - **A unit keeps the scope alive.** Every task holds one unit of the scope's `count`
+//!   (the body holds one while it runs); the scope's owner returns only after the count
+//!   reached zero and its latch opened, and a unit's release (`CountLatch::release`)
+//!   touches the scope only up to its decrement, the last one only to open the latch (so it
+//!   takes a raw pointer; `count` is the scope's first field, so its address is the
+//!   scope's). Units a worker keeps for later (`Credit`) keep it alive the same way.
 //! - **A task is moved out once.** A scope task's `JobRef` runs once (job.rs); its block
 //!   or box is read once, then given back or freed, and its closure (`Unretagged`) is taken
 //!   once or dropped with the job.
