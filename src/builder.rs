@@ -747,7 +747,9 @@ fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>
 fn start(cfg: Config) -> Result<Pool, BuildError> {
     let workers = cfg.workers;
     let registry = Arc::new(Registry::new(cfg));
-    match Registry::resize(&registry, workers).and_then(|()| Registry::start_reserve(&registry)) {
+    match Registry::resize(&registry, workers)
+        .and_then(|()| Registry::start_lane_reserve(&registry))
+    {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {

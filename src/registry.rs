@@ -20,9 +20,9 @@ use crate::builder::Config;
 use crate::clock::Clock;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
+use crate::lane_reserve::LaneReserve;
 use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
-use crate::reserve::Reserve;
 use crate::sleep::Sleep;
 use crate::submitq::SharedQueue;
 use crate::sync::thread::JoinHandle;
@@ -150,8 +150,8 @@ pub(crate) struct Registry {
     /// `Slots::shown`, readable without the lock.
     shown: AtomicUsize,
     pub(crate) sleep: Sleep,
-    /// The lane reserve (`src/reserve.rs`), when the lanes differ in weight and it is on.
-    pub(crate) reserve: Option<Reserve>,
+    /// The lane reserve (`src/lane_reserve.rs`), when the lanes differ in weight and it is on.
+    pub(crate) lane_reserve: Option<LaneReserve>,
     pub(crate) counters: Counters,
     /// Queue-wait and run-time histograms, when `track_latency` is on.
     pub(crate) latency: Option<Latency>,
@@ -254,8 +254,8 @@ impl Registry {
             shown: AtomicUsize::new(0),
             // Before any worker of this pool starts (see `barrier::Barrier::mode`).
             sleep: Sleep::new(slots, cfg.membarrier),
-            reserve: if cfg.lane_reserve {
-                Reserve::new(slots, &cfg.lanes)
+            lane_reserve: if cfg.lane_reserve {
+                LaneReserve::new(slots, &cfg.lanes)
             } else {
                 None
             },
@@ -336,7 +336,7 @@ impl Registry {
             // re-check follows its own acquire of the lock) and one that announced before is
             // woken.
             self.sleep.wake_all();
-            if let Some(reserve) = &self.reserve {
+            if let Some(reserve) = &self.lane_reserve {
                 // F1 for the reserve (sleep/README.md, "The lane reserve"): it either sees the
                 // bit cleared in its look before sleeping, or we see it asleep here.
                 fence(Ordering::SeqCst);
@@ -422,7 +422,7 @@ impl Registry {
         self.room_wakers.wake_all();
         self.notify_waiters();
         self.sleep.wake_all();
-        if let Some(reserve) = &self.reserve {
+        if let Some(reserve) = &self.lane_reserve {
             reserve.unpark();
         }
     }

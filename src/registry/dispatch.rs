@@ -179,7 +179,7 @@ impl Registry {
         // takes it up search (spin), find it on the front of the shared queue and claim
         // from it.
         self.sleep.notify_new_work_n(n);
-        if let Some(reserve) = &self.reserve {
+        if let Some(reserve) = &self.lane_reserve {
             reserve.notify(self, lane);
         }
     }
@@ -310,7 +310,7 @@ impl Registry {
         self.lanes[lane]
             .shared
             .push_submitted_with(count, flags, stamp, make);
-        if let Some(reserve) = &self.reserve {
+        if let Some(reserve) = &self.lane_reserve {
             // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
             // reserve"), so a pool with one pays it on every push.
             self.sleep.notify_new_work();

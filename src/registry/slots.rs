@@ -5,7 +5,7 @@
 
 use super::{LocalQueues, Registry, SlotState};
 use crate::deque::Worker as Deque;
-use crate::reserve::Reserve;
+use crate::lane_reserve::LaneReserve;
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{Arc, Condvar, Mutex, Ordering};
 use crate::unwind::{drop_payload, payload_message};
@@ -141,13 +141,13 @@ impl Registry {
 
     /// Starts the lane reserve's thread, if the pool has one (once, at build). Its handle
     /// joins the helpers', which `join_threads` joins after the workers have left.
-    pub(crate) fn start_reserve(this: &Arc<Registry>) -> Result<(), ResizeError> {
-        if this.reserve.is_none() {
+    pub(crate) fn start_lane_reserve(this: &Arc<Registry>) -> Result<(), ResizeError> {
+        if this.lane_reserve.is_none() {
             return Ok(());
         }
         let reg = this.clone();
         let name = "flock-lane-reserve".to_owned();
-        let handle = thread::spawn(name, this.cfg.stack_size, move || Reserve::run(&reg))
+        let handle = thread::spawn(name, this.cfg.stack_size, move || LaneReserve::run(&reg))
             .map_err(ResizeError::ThreadSpawn)?;
         this.helpers.lock().push(handle);
         Ok(())

@@ -19,18 +19,18 @@ use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 
-/// `Reserve::state`: the reserve is asleep or about to be; a waker must unpark it.
+/// `LaneReserve::state`: the reserve is asleep or about to be; a waker must unpark it.
 const ASLEEP: usize = 0;
-/// `Reserve::state`: the reserve is awake (or a waker has unparked it) and will look at the
+/// `LaneReserve::state`: the reserve is awake (or a waker has unparked it) and will look at the
 /// queues again before it sleeps.
 const AWAKE: usize = 1;
 
-pub(crate) struct Reserve {
+pub(crate) struct LaneReserve {
     /// Per worker slot: the weight of the lane whose task the slot's worker is running, or
     /// 0 between tasks. Written only by that worker (a task's start and end); read by
     /// submitters and the reserve to decide whether a lane's task would wait.
     running: Box<[CachePadded<AtomicUsize>]>,
-    /// `ASLEEP` or `AWAKE` (see `Reserve::notify` and `Reserve::run`).
+    /// `ASLEEP` or `AWAKE` (see `LaneReserve::notify` and `LaneReserve::run`).
     state: CachePadded<AtomicUsize>,
     /// The reserve's parker (the workers' kind: an unpark before the park is kept).
     parker: Parker,
@@ -47,10 +47,10 @@ pub(crate) struct Reserve {
     probe: std::sync::atomic::AtomicUsize,
 }
 
-impl Reserve {
+impl LaneReserve {
     /// The reserve of a pool with `slots` worker slots and these lanes, unless every lane
     /// has the same weight (then no lane is heavier than another, and nothing would wake it).
-    pub(crate) fn new(slots: usize, lanes: &[(String, u32)]) -> Option<Reserve> {
+    pub(crate) fn new(slots: usize, lanes: &[(String, u32)]) -> Option<LaneReserve> {
         let min_weight = lanes.iter().map(|l| l.1).min()?;
         let mut order: Vec<usize> = (0..lanes.len())
             .filter(|&l| lanes[l].1 > min_weight)
@@ -60,7 +60,7 @@ impl Reserve {
         }
         // Heaviest first; equal weights in lane order.
         order.sort_by_key(|&l| std::cmp::Reverse(lanes[l].1));
-        Some(Reserve {
+        Some(LaneReserve {
             running: (0..slots)
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
                 .collect(),
@@ -158,7 +158,7 @@ impl Reserve {
     /// Returns when the pool shuts down (`begin_shutdown` unparks it); the workers drain
     /// what is left.
     pub(crate) fn run(reg: &Registry) {
-        let reserve = reg.reserve.as_ref().expect("a pool with a reserve");
+        let reserve = reg.lane_reserve.as_ref().expect("a pool with a reserve");
         loop {
             reserve.parker.park();
             loop {
@@ -210,7 +210,7 @@ impl Reserve {
                 .store(start.wrapping_add(1), std::sync::atomic::Ordering::Relaxed);
             // The front first, as a worker looks (the rest of a batch taken up comes before
             // what was queued after it).
-            if let Some(job) = Reserve::claim_front(reg, lane).or_else(|| queue.steal(start)) {
+            if let Some(job) = LaneReserve::claim_front(reg, lane).or_else(|| queue.steal(start)) {
                 self.execute(reg, job, lane);
                 return true;
             }
@@ -224,7 +224,7 @@ impl Reserve {
     /// dropped; the capacity unit a job holds is given back as it starts.
     fn execute(&self, reg: &Registry, job: Job, lane: usize) {
         let job = if job.flags() & BUNDLE != 0 {
-            match Reserve::unbundle(reg, job, lane) {
+            match LaneReserve::unbundle(reg, job, lane) {
                 Some(job) => job,
                 None => return,
             }
