@@ -113,7 +113,7 @@ pub struct PoolBuilder {
 
 /// The checked configuration the registry runs on.
 pub(crate) struct Config {
-    /// Workers at build time (the control word, `Registry::workers`, holds the current number).
+    /// Workers at build time (the control word, `Crew::workers`, holds the current number).
     pub(crate) workers: usize,
     /// Worker slots: the most workers `resize` may ask for.
     pub(crate) max_workers: usize,
@@ -762,8 +762,8 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
                 other => unreachable!("a new pool's first start cannot fail with {other:?}"),
             };
             registry.begin_shutdown(false);
-            registry.await_workers(None);
-            registry.join_threads();
+            registry.crew.await_workers(None);
+            registry.crew.join_threads();
             Err(err)
         }
     }

@@ -14,7 +14,7 @@
 
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Proto, Stat};
-use crate::registry::Registry;
+use crate::registry::{Crew, Registry};
 use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
@@ -106,7 +106,7 @@ impl LaneReserve {
                 // `order` is heaviest first: the rest are no heavier either.
                 return;
             }
-            if !reg.lanes[lane].shared.is_empty() {
+            if !reg.queues.lane(lane).shared().is_empty() {
                 return self.notify(reg, lane);
             }
         }
@@ -117,7 +117,7 @@ impl LaneReserve {
     /// tasks (or parked, or searching) takes the task itself, and one running a task of a
     /// lane at least as heavy is where the task's lane is served next.
     fn would_wait(&self, reg: &Registry, weight: usize) -> bool {
-        let workers = reg.workers().min(self.running.len());
+        let workers = reg.crew.workers().min(self.running.len());
         workers > 0
             && self.running[..workers].iter().all(|w| {
                 let w = w.load(Ordering::Relaxed);
@@ -140,7 +140,7 @@ impl LaneReserve {
         if weight == self.min_weight || self.state.load(Ordering::Relaxed) != ASLEEP {
             return;
         }
-        if reg.lanes[lane].shared.len() <= 1
+        if reg.queues.lane(lane).shared().len() <= 1
             && self.would_wait(reg, weight as usize)
             && self.state.swap(AWAKE, Ordering::SeqCst) == ASLEEP
         {
@@ -187,9 +187,9 @@ impl LaneReserve {
 
     /// Whether some served lane has a task queued that would wait for a lighter lane.
     fn anything_to_serve(&self, reg: &Registry) -> bool {
-        !Registry::paused(reg.control())
+        !Crew::paused(reg.crew.control())
             && self.order.iter().any(|&lane| {
-                !reg.lanes[lane].shared.is_empty()
+                !reg.queues.lane(lane).shared().is_empty()
                     && self.would_wait(reg, reg.cfg.lanes[lane].1 as usize)
             })
     }
@@ -197,11 +197,11 @@ impl LaneReserve {
     /// Takes and runs one task of the heaviest served lane whose tasks would wait; false if
     /// there is none (or the pool is paused).
     fn serve_one(&self, reg: &Registry) -> bool {
-        if Registry::paused(reg.control()) {
+        if Crew::paused(reg.crew.control()) {
             return false;
         }
         for &lane in self.order.iter() {
-            let queue = &reg.lanes[lane].shared;
+            let queue = &reg.queues.lane(lane).shared();
             if queue.is_empty() || !self.would_wait(reg, reg.cfg.lanes[lane].1 as usize) {
                 continue;
             }
@@ -233,13 +233,13 @@ impl LaneReserve {
         };
         let flags = job.flags();
         let shard = reg.counters.external();
-        if flags & INJECTED != 0 && Registry::paused(reg.control()) {
+        if flags & INJECTED != 0 && Crew::paused(reg.crew.control()) {
             // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
             // find it. But `resume` may have come between our load and the push, its wake
             // already spent on workers that looked while we held the job: F1 and the state
             // test, as for any push to a shared queue. A `wait()` that looked at the queues
             // while we held it is told again.
-            reg.lanes[lane].shared.push(job);
+            reg.queues.lane(lane).shared().push(job);
             reg.sleep.notify_new_work();
             reg.after_finish_off_worker();
             return;
@@ -266,8 +266,10 @@ impl LaneReserve {
     /// The next job of the oldest bundle on the front of `lane`'s shared queue, as a
     /// worker's `claim_front` (no handle kept: the reserve takes one task per wake).
     fn claim_front(reg: &Registry, lane: usize) -> Option<Job> {
-        let (job, handle) = reg.lanes[lane]
-            .shared
+        let (job, handle) = reg
+            .queues
+            .lane(lane)
+            .shared()
             .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
         reg.release_bundle(handle);
         reg.counters
@@ -293,7 +295,7 @@ impl LaneReserve {
         if rest == 0 {
             reg.bundle_entry_dropped(lane, bundle);
         } else {
-            reg.lanes[lane].shared.put_front(bundle);
+            reg.queues.lane(lane).shared().put_front(bundle);
             reg.sleep.notify_new_work_n(rest);
         }
         Some(first)

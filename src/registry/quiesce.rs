@@ -104,7 +104,7 @@ impl Registry {
             // one notifies us from `go_idle`, as does any worker that parks because of the
             // pause, including one woken by a submit.) Read under `wait_lock`: `pause` sets
             // the bit before it takes the lock to notify.
-            if stop_if_paused && self.is_paused() && self.anything_queued() {
+            if stop_if_paused && self.crew.is_paused() && self.anything_queued() {
                 break Quiet::Paused;
             }
             if timed_out {
@@ -172,11 +172,11 @@ impl Registry {
     /// Whether any shared queue or worker deque holds a job, or a worker keeps one from the
     /// pause (`kept`).
     fn anything_queued(&self) -> bool {
-        self.lanes
+        self.queues
+            .lanes()
             .iter()
-            .any(|l| l.kept.load(Ordering::Relaxed) > 0 || !l.shared.is_empty())
-            || self.stealers.iter().any(|s| !s.is_empty())
-            || self.join_stealers.iter().any(|s| !s.is_empty())
+            .any(|l| l.kept() > 0 || !l.shared().is_empty())
+            || self.queues.deques_hold_work()
     }
 }
 
