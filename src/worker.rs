@@ -164,10 +164,10 @@ pub(crate) struct WorkerThread {
     /// `yield_to_lanes`.
     task_start: Cell<u64>,
     /// Per lane, the bundle we took up last, to claim its jobs from without a trip through
-    /// our deque (`claim_current`). Only a handle: the bundle's entry stays in a queue for
+    /// our deque (`claim_taken`). Only a handle: the bundle's entry stays in a queue for
     /// as long as it has jobs, so dropping this loses nothing.
-    current: Box<[RefCell<Option<Current>>]>,
-    /// Bit `lane` set while `current[lane]` holds a bundle: one load and test on every take
+    taken: Box<[RefCell<Option<TakenBundle>>]>,
+    /// Bit `lane` set while `taken[lane]` holds a bundle: one load and test on every take
     /// instead of a `RefCell` borrow.
     holding: Cell<u32>,
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
@@ -177,8 +177,8 @@ pub(crate) struct WorkerThread {
     credit: Credit,
 }
 
-/// A bundle a worker claims jobs from (`WorkerThread::current`).
-struct Current {
+/// A bundle a worker claims jobs from (`WorkerThread::taken`).
+struct TakenBundle {
     bundle: Arc<Bundle>,
 }
 
@@ -237,7 +237,7 @@ pub(crate) fn run(
         nested_ns: Cell::new(0),
         last_end: Cell::new(0),
         task_start: Cell::new(0),
-        current: (0..lanes).map(|_| RefCell::new(None)).collect(),
+        taken: (0..lanes).map(|_| RefCell::new(None)).collect(),
         holding: Cell::new(0),
         blocks: Blocks::new(),
         credit: Credit::new(),
@@ -571,9 +571,9 @@ impl WorkerThread {
         }
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
         // while it has jobs: letting go of our handle leaves them to the others there.
-        for current in self.current.iter() {
-            if let Some(current) = current.borrow_mut().take() {
-                reg.release_bundle(current.bundle);
+        for taken in self.taken.iter() {
+            if let Some(taken) = taken.borrow_mut().take() {
+                reg.release_bundle(taken.bundle);
             }
         }
         self.holding.set(0);

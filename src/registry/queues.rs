@@ -11,7 +11,7 @@ use crate::submitq::SharedQueue;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
 /// The most jobs in one bundle: a worker that takes one up runs them before anything else
-/// of its own (`WorkerThread::claim_current`), so this bounds how long a task spawned from
+/// of its own (`WorkerThread::claim_taken`), so this bounds how long a task spawned from
 /// one of them waits behind its siblings on that worker (thieves take either meanwhile).
 pub(crate) const MAX_BUNDLE: usize = 128;
 /// Bundle buffers kept for reuse (`Queues::recycle_buffer`), 5 KiB each.

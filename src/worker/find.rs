@@ -6,7 +6,7 @@
 //! inside a task.
 //! What is found is run by `worker/execute.rs`.
 
-use super::{Current, WorkerThread};
+use super::{TakenBundle, WorkerThread};
 use crate::deque::Steal;
 use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
@@ -34,7 +34,7 @@ impl WorkerThread {
         if self.locals.len() == 1 {
             // The common case first: the bundle we hold, then what we pushed ourselves, then
             // the submitter's ring we took our last job from.
-            if let Some(job) = self.claim_current(0).or_else(|| self.pop_own(0)) {
+            if let Some(job) = self.claim_taken(0).or_else(|| self.pop_own(0)) {
                 return Some((job, 0));
             }
             if let Some(job) = self.take_held_ring() {
@@ -123,7 +123,7 @@ impl WorkerThread {
     /// deque or its shared queue.
     fn lane_has_work(&self, lane: usize) -> bool {
         !(self.locals[lane].is_empty() && self.registry.queues.lane(lane).shared().is_empty())
-            || self.current[lane]
+            || self.taken[lane]
                 .borrow()
                 .as_ref()
                 .is_some_and(|c| c.bundle.remaining() > 0)
@@ -169,7 +169,7 @@ impl WorkerThread {
 
     #[inline]
     fn take_from_lane(&self, lane: usize) -> Option<Job> {
-        if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+        if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
             return Some(job);
         }
         self.take_from_lane_shared(lane)
@@ -191,7 +191,7 @@ impl WorkerThread {
                 return Some(job);
             }
             // An emptied bundle's entry: look again, from the top.
-            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+            if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
                 return Some(job);
             }
         }
@@ -216,17 +216,17 @@ impl WorkerThread {
     /// left (others claim from it too, through the front of the shared queue); an emptied
     /// bundle is let go.
     #[inline]
-    fn claim_current(&self, lane: usize) -> Option<Job> {
+    fn claim_taken(&self, lane: usize) -> Option<Job> {
         if self.holding.get() & (1 << lane) == 0 {
             return None; // the common case: no bundle taken up in this lane
         }
-        self.claim_current_cold(lane)
+        self.claim_taken_cold(lane)
     }
 
-    fn claim_current_cold(&self, lane: usize) -> Option<Job> {
-        let mut slot = self.current[lane].borrow_mut();
-        let current = slot.as_ref()?;
-        if let Some(job) = current.bundle.claim() {
+    fn claim_taken_cold(&self, lane: usize) -> Option<Job> {
+        let mut slot = self.taken[lane].borrow_mut();
+        let taken = slot.as_ref()?;
+        if let Some(job) = taken.bundle.claim() {
             drop(slot);
             self.count_claim(lane);
             return Some(job);
@@ -240,7 +240,7 @@ impl WorkerThread {
 
     /// The next job of the oldest bundle on the front of `lane`'s shared queue (the rest of
     /// a batch another worker took up, `take_up`), keeping a handle to claim the next ones
-    /// from (`claim_current`).
+    /// from (`claim_taken`).
     fn claim_front(&self, lane: usize) -> Option<Job> {
         let reg = &*self.registry;
         let (job, bundle) = reg
@@ -253,9 +253,9 @@ impl WorkerThread {
         Some(job)
     }
 
-    /// Claims the rest of `bundle` through our handle from now on (`claim_current`).
+    /// Claims the rest of `bundle` through our handle from now on (`claim_taken`).
     fn hold(&self, lane: usize, bundle: Arc<Bundle>) {
-        let previous = self.current[lane].replace(Some(Current { bundle }));
+        let previous = self.taken[lane].replace(Some(TakenBundle { bundle }));
         self.holding.set(self.holding.get() | 1 << lane);
         if let Some(previous) = previous {
             self.registry.release_bundle(previous.bundle);
@@ -266,7 +266,7 @@ impl WorkerThread {
     /// are left, puts the bundle on the front of the lane's shared queue, where every worker
     /// looks before the rest of that queue (so the batch is not overtaken by what its
     /// submitter queued after it: "FIFO within a lane"), and keeps a handle to claim the
-    /// rest from (`claim_current`): one claim per job instead of a push and a pop (and the
+    /// rest from (`claim_taken`): one claim per job instead of a push and a pop (and the
     /// pop's fence) per job. `None` if all its jobs were claimed already.
     ///
     /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
