@@ -413,7 +413,7 @@ impl WorkerThread {
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
                 // `steal`'s epoch pin, which under Miri made a thousand-task scope take
                 // longer than its watchdog allows.
-                let joins = &reg.queues.join_stealer(victim);
+                let joins = reg.queues.join_stealer(victim);
                 if !joins.is_empty() {
                     match joins.steal() {
                         Steal::Success(job) => {
