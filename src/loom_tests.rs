@@ -747,7 +747,7 @@ fn loom_submit_async_racing_the_release_of_room() {
 }
 
 /// A submit blocked on a full queue (`Backpressure::Block`): capacity 2, so under loom the
-/// low-water mark is 1 (`admission::room_mark`) and the submitter is woken only when a start
+/// low-water mark is 1 (`gate::room_mark`) and the submitter is woken only when a start
 /// takes `pending` from 1 to 0, not at the first room. Three submits from outside race the
 /// only worker: the third may find both units taken, block, and rely on the worker's release
 /// that crosses the mark (its RMW on `pending` against the submitter's `blocked` increment and
@@ -967,6 +967,35 @@ fn loom_broadcast_racing_a_grow_that_fails() {
     });
 }
 
+/// `Pool::broadcast` racing a shrink (issue 37, case 6): worker 1 retires while a broadcast
+/// picks the slots to call. A call must run on the worker whose index it carries, as that
+/// worker (`current_worker_index`), or not be made: the slot is picked only while its
+/// thread runs it, and a retiring thread runs its mailbox before it lets go of its index.
+///
+/// Preemption bound 1: four threads (the caller, the broadcaster, two workers) ran past
+/// 7 minutes at bound 2, beyond what CI's loom step can give one model.
+#[test]
+fn loom_broadcast_racing_a_retire_runs_each_call_as_its_worker() {
+    model_bounded(
+        "loom_broadcast_racing_a_retire_runs_each_call_as_its_worker",
+        Some(1),
+        || {
+            let pool = Arc::new(builder(2).build().expect("pool"));
+            let p = pool.clone();
+            let broadcaster = loom::thread::spawn(move || {
+                p.broadcast(|index| {
+                    assert_eq!(crate::current_worker_index(), Some(index));
+                    index
+                })
+            });
+            pool.resize(1).unwrap();
+            let called = broadcaster.join().unwrap();
+            assert!(called == [0] || called == [0, 1], "{called:?}");
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A task group's last task racing its waiter's park, one worker: the main thread (not a
 /// worker) and the worker itself (inside a task, waiting on an inner group, so it must run
 /// the inner task it waits for) both wait. The count's zero reaching the waiter through the
@@ -1037,11 +1066,11 @@ fn loom_cancel_racing_the_start_gives_the_unit_back_once() {
             });
             let cancelled = handle.cancel();
             if cancelled {
-                assert_eq!(pool.registry().pending_units(), 0);
+                assert_eq!(pool.registry().gate.pending_units(), 0);
             }
             pool.shutdown().unwrap();
             assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
-            assert_eq!(pool.registry().pending_units(), 0);
+            assert_eq!(pool.registry().gate.pending_units(), 0);
         },
     );
 }

@@ -8,7 +8,7 @@
 use super::queues::LocalQueues;
 use crate::deque::Worker as Deque;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{canary, AtomicUsize, Canary, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
@@ -51,10 +51,14 @@ impl Slots {
 
     /// The slots a thread runs now (`Running`): those `Pool::broadcast` calls. The slot's
     /// thread holds its index and runs its mailbox before it leaves (`Starting` has no such
-    /// thread yet, and may never get one).
+    /// thread yet, and may never get one). The `retiring` canary of scripts/loom.sh picks
+    /// retiring slots too.
     pub(crate) fn running(&self) -> Vec<usize> {
         (0..self.state.len())
-            .filter(|&i| self.state[i] == SlotState::Running)
+            .filter(|&i| {
+                self.state[i] == SlotState::Running
+                    || (canary(Canary::Retiring) && self.state[i] == SlotState::Retiring)
+            })
             .collect()
     }
 }
