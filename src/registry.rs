@@ -21,8 +21,8 @@
 //! Beside the path: worker slots and their threads (`registry/crew.rs`: retire, join;
 //! `registry/slots.rs`: resize) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::builder::Config;
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::lane_reserve::LaneReserve;
 use crate::metrics::histogram::Latency;
 use crate::sleep::Sleep;

@@ -14,9 +14,9 @@
 
 use crate::deque::Worker as Deque;
 use crate::job::{Bundle, Job, JobRef, INJECTED};
+use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
-use crate::scope::Credit;
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -173,7 +173,7 @@ pub(crate) struct WorkerThread {
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
-    /// Units of a scope's count kept from its tasks that ended here (`scope::Credit`).
+    /// Units of a scope's count kept from its tasks that ended here (`latch::Credit`).
     credit: Credit,
 }
 
@@ -360,7 +360,7 @@ impl WorkerThread {
         &self.blocks
     }
 
-    /// The units of a scope's count this worker holds (`scope::Credit`).
+    /// The units of a scope's count this worker holds (`latch::Credit`).
     #[inline]
     pub(crate) fn credit(&self) -> &Credit {
         &self.credit

@@ -4,9 +4,9 @@
 //! are made here too, and held by the crew (`registry/crew.rs`) or by the worker that runs
 //! the slot.
 
-use crate::broadcast::Mailboxes;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
+use crate::mailbox::Mailboxes;
 use crate::submitq::SharedQueue;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
@@ -126,7 +126,7 @@ pub(crate) struct Queues {
     join_stealers: Box<[Stealer<JobRef>]>,
     /// Empty bundle buffers for reuse (`Queues::bundle_buffer`).
     spare_bundles: Mutex<Vec<Vec<Job>>>,
-    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
+    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/mailbox.rs`).
     mailboxes: Mailboxes,
 }
 
