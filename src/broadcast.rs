@@ -16,8 +16,7 @@ use crate::job::{stack, Outcome, COUNTED};
 use crate::latch::Owner;
 use crate::metrics::counters::Stat;
 use crate::pool::Pool;
-use crate::registry::SlotState;
-use crate::sync::{canary, Canary, Mutex};
+use crate::sync::Mutex;
 use crate::unwind::drop_payload;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -95,17 +94,12 @@ impl Pool {
         let reg = self.registry();
         let shard = reg.shards.external();
         let owner = Owner::current(reg);
-        let slots = reg.slots.lock();
+        let slots = reg.crew.lock_slots();
         // `Running` only: the slot's thread holds its index and runs its mailbox before it
         // leaves (`Starting` has no such thread yet, and may never get one). The `retiring`
         // canary of scripts/loom.sh picks retiring slots too, whose thread may have run its
         // mailbox already: the call waits for ever.
-        let picked: Vec<usize> = (0..slots.state.len())
-            .filter(|&i| {
-                slots.state[i] == SlotState::Running
-                    || (canary(Canary::Retiring) && slots.state[i] == SlotState::Retiring)
-            })
-            .collect();
+        let picked = slots.running();
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no
         // worker exits while our jobs are outstanding, or we see the close and run nothing.
@@ -129,7 +123,7 @@ impl Pool {
                 let job = jobs.job(COUNTED, move |calls: &Calls<'_, F, R>| {
                     calls.run(pos, index)
                 });
-                reg.mailboxes.put(index, job);
+                reg.queues.mailboxes().put(index, job);
             }
             drop(slots);
             for &index in &picked {

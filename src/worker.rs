@@ -17,7 +17,7 @@ use crate::frames::{self, Anchor, Anchored, ArcPart};
 use crate::job::{Bundle, Job, JobRef, INJECTED};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
-use crate::registry::{LocalQueues, Registry, Shard, SlotThread};
+use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -170,10 +170,10 @@ pub(crate) struct WorkerThread {
     /// `yield_to_lanes`.
     task_start: Cell<u64>,
     /// Per lane, the bundle we took up last, to claim its jobs from without a trip through
-    /// our deque (`claim_current`). Only a handle: the bundle's entry stays in a queue for
+    /// our deque (`claim_taken`). Only a handle: the bundle's entry stays in a queue for
     /// as long as it has jobs, so dropping this loses nothing.
-    current: Box<[RefCell<Option<Current>>]>,
-    /// Bit `lane` set while `current[lane]` holds a bundle: one load and test on every take
+    taken: Box<[RefCell<Option<TakenBundle>>]>,
+    /// Bit `lane` set while `taken[lane]` holds a bundle: one load and test on every take
     /// instead of a `RefCell` borrow.
     holding: Cell<u32>,
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
@@ -183,8 +183,8 @@ pub(crate) struct WorkerThread {
     credit: Credit,
 }
 
-/// A bundle a worker claims jobs from (`WorkerThread::current`).
-struct Current {
+/// A bundle a worker claims jobs from (`WorkerThread::taken`).
+struct TakenBundle {
     bundle: Arc<Bundle>,
 }
 
@@ -216,7 +216,7 @@ pub(crate) fn run(
     let LocalQueues {
         lanes: locals,
         joins,
-    } = registry.take_slot(index, SlotThread::current());
+    } = registry.crew.take_slot(index, SlotThread::current());
     let lanes = locals.len();
     registry
         .shards
@@ -244,7 +244,7 @@ pub(crate) fn run(
         nested_ns: Cell::new(0),
         last_end: Cell::new(0),
         task_start: Cell::new(0),
-        current: (0..lanes).map(|_| RefCell::new(None)).collect(),
+        taken: (0..lanes).map(|_| RefCell::new(None)).collect(),
         holding: Cell::new(0),
         blocks: Blocks::new(),
         credit: Credit::new(),
@@ -282,7 +282,7 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
         loop {
             match worker.main_loop() {
                 Exit::Shutdown => break,
-                Exit::Retire if reg.confirm_retire(index) => {
+                Exit::Retire if reg.crew.confirm_retire(index) => {
                     retired = true;
                     worker.retire();
                     break;
@@ -295,14 +295,14 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
     } else {
         // A broadcast may have picked our slot since `take_slot` marked it running: closed
         // to broadcasts now, we run what the mailbox holds, as this slot's worker.
-        reg.close_slot(index);
+        reg.crew.close_slot(index);
         let guard = AbortIfPanic("the worker loop");
         worker.retire();
         guard.disarm();
     }
     // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
     // as good as retired, and `Stats::per_worker` should not show it.
-    retired |= Registry::retiring(reg.control(), index);
+    retired |= Crew::retiring(reg.crew.control(), index);
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
         worker.run_what_the_stop_hook_left();
@@ -401,14 +401,14 @@ impl WorkerThread {
         let mut searching = false;
         'outer: loop {
             // Between tasks: the one place a worker retires or honours a pause.
-            let control = reg.control();
+            let control = reg.crew.control();
             if self.retires(control) {
                 if searching {
                     self.stop_searching();
                 }
                 return Exit::Retire;
             }
-            if Registry::paused(control) {
+            if Crew::paused(control) {
                 self.go_idle();
                 match self.park(searching) {
                     Parked::Resume { searching: s } => searching = s,
@@ -436,7 +436,7 @@ impl WorkerThread {
             }
             self.go_idle();
             if !searching && !reg.is_shutdown() {
-                searching = sleep.transition_to_searching(reg.workers());
+                searching = sleep.transition_to_searching(reg.crew.workers());
             }
             if searching {
                 self.shard().stats.set_state(WorkerState::Spinning);
@@ -449,7 +449,7 @@ impl WorkerThread {
                     if reg.is_shutdown() {
                         break;
                     }
-                    if reg.control() != control {
+                    if reg.crew.control() != control {
                         continue 'outer;
                     }
                     if let Some((job, lane)) = self.find_work() {
@@ -476,7 +476,7 @@ impl WorkerThread {
     /// job.
     #[inline]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
-        if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
+        if job.flags() & INJECTED != 0 && Crew::paused(self.registry.crew.control()) {
             self.keep_for_resume(job, lane);
             return false;
         }
@@ -497,7 +497,7 @@ impl WorkerThread {
         self.kept.borrow_mut().push_back((job, lane));
         self.kept_set.set(true);
         let reg = &*self.registry;
-        reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
+        reg.queues.lane(lane).keep_one();
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
         if reg.quiet.has_waiters() {
@@ -512,9 +512,7 @@ impl WorkerThread {
         let oldest = kept.pop_front();
         self.kept_set.set(!kept.is_empty());
         if let Some((_, lane)) = oldest {
-            self.registry.lanes[lane]
-                .kept
-                .fetch_sub(1, Ordering::Relaxed);
+            self.registry.queues.lane(lane).unkeep_one();
         }
         oldest
     }
@@ -579,14 +577,14 @@ impl WorkerThread {
     fn hand_over_work(&self) {
         let reg = &*self.registry;
         // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
-        while let Some(job) = reg.mailboxes.take(self.index) {
+        while let Some(job) = reg.queues.mailboxes().take(self.index) {
             self.execute(job, 0);
         }
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
         // while it has jobs: letting go of our handle leaves them to the others there.
-        for current in self.current.iter() {
-            if let Some(current) = current.borrow_mut().take() {
-                reg.release_bundle(current.bundle);
+        for taken in self.taken.iter() {
+            if let Some(taken) = taken.borrow_mut().take() {
+                reg.release_bundle(taken.bundle);
             }
         }
         self.holding.set(0);
@@ -661,7 +659,7 @@ impl WorkerThread {
     /// outstanding, which the workers still in their loop run.
     #[inline]
     fn retires(&self, control: usize) -> bool {
-        Registry::retiring(control, self.index) && !self.registry.is_shutdown()
+        Crew::retiring(control, self.index) && !self.registry.is_shutdown()
     }
 
     /// Out of work: give back capacity units and tell `wait()`ers.
@@ -689,7 +687,7 @@ impl WorkerThread {
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
-        let control = reg.control();
+        let control = reg.crew.control();
         let kept = self.kept_set.get();
         let retire = self.retires(control);
         // The re-check of step 3. The `recheck` canary removes it to prove the loom models
@@ -698,9 +696,7 @@ impl WorkerThread {
         // resume whose `wake_all` came before our announcement is seen here, in `control`.
         if exit
             || retire
-            || (!canary(Canary::Recheck)
-                && !Registry::paused(control)
-                && (kept || self.work_visible()))
+            || (!canary(Canary::Recheck) && !Crew::paused(control) && (kept || self.work_visible()))
         {
             if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.
@@ -724,9 +720,8 @@ impl WorkerThread {
     /// mailbox included.
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
-        reg.lanes.iter().any(|l| !l.shared.is_empty())
-            || reg.stealers.iter().any(|s| !s.is_empty())
-            || reg.join_stealers.iter().any(|s| !s.is_empty())
-            || reg.mailboxes.has(self.index)
+        reg.queues.lanes().iter().any(|l| !l.shared().is_empty())
+            || reg.queues.deques_hold_work()
+            || reg.queues.mailboxes().has(self.index)
     }
 }

@@ -6,11 +6,11 @@
 //! inside a task.
 //! What is found is run by `worker/execute.rs`.
 
-use super::{Current, WorkerThread};
+use super::{TakenBundle, WorkerThread};
 use crate::deque::Steal;
 use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
-use crate::registry::Registry;
+use crate::registry::Crew;
 use crate::submitq::INJECTOR;
 use crate::sync::Arc;
 
@@ -34,7 +34,7 @@ impl WorkerThread {
         if self.locals.len() == 1 {
             // The common case first: the bundle we hold, then what we pushed ourselves, then
             // the submitter's ring we took our last job from.
-            if let Some(job) = self.claim_current(0).or_else(|| self.pop_own(0)) {
+            if let Some(job) = self.claim_taken(0).or_else(|| self.pop_own(0)) {
                 return Some((job, 0));
             }
             if let Some(job) = self.take_held_ring() {
@@ -60,13 +60,13 @@ impl WorkerThread {
         // every ring: `take_from_lane_shared` looks there first.
         if left == 0
             || !self.joins.is_empty()
-            || self.registry.mailboxes.has(self.index)
-            || !self.registry.lanes[0].shared.front_is_empty()
+            || self.registry.queues.mailboxes().has(self.index)
+            || !self.registry.queues.lane(0).shared().front_is_empty()
         {
             self.held_ring.set(INJECTOR);
             return None;
         }
-        match self.registry.lanes[0].shared.steal_ring(ring) {
+        match self.registry.queues.lane(0).shared().steal_ring(ring) {
             Some(job) if job.flags() & BUNDLE == 0 => {
                 self.held_left.set(left - 1);
                 Some(job)
@@ -108,7 +108,7 @@ impl WorkerThread {
         // A `Pool::broadcast` call for this worker only (one Relaxed load when none): before
         // the shared queues, so work from outside cannot hold it back; after our own deque,
         // as rayon's broadcasts (a worker runs them when it next runs out of its own tasks).
-        if let Some(job) = self.registry.mailboxes.take(self.index) {
+        if let Some(job) = self.registry.queues.mailboxes().take(self.index) {
             return Some((job, 0));
         }
         if self.locals.len() > 1 {
@@ -122,8 +122,8 @@ impl WorkerThread {
     /// Whether `lane` has work for us without stealing: in the bundle we claim from, our
     /// deque or its shared queue.
     fn lane_has_work(&self, lane: usize) -> bool {
-        !(self.locals[lane].is_empty() && self.registry.lanes[lane].shared.is_empty())
-            || self.current[lane]
+        !(self.locals[lane].is_empty() && self.registry.queues.lane(lane).shared().is_empty())
+            || self.taken[lane]
                 .borrow()
                 .as_ref()
                 .is_some_and(|c| c.bundle.remaining() > 0)
@@ -169,7 +169,7 @@ impl WorkerThread {
 
     #[inline]
     fn take_from_lane(&self, lane: usize) -> Option<Job> {
-        if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+        if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
             return Some(job);
         }
         self.take_from_lane_shared(lane)
@@ -191,7 +191,7 @@ impl WorkerThread {
                 return Some(job);
             }
             // An emptied bundle's entry: look again, from the top.
-            if let Some(job) = self.claim_current(lane).or_else(|| self.pop_own(lane)) {
+            if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
                 return Some(job);
             }
         }
@@ -216,17 +216,17 @@ impl WorkerThread {
     /// left (others claim from it too, through the front of the shared queue); an emptied
     /// bundle is let go.
     #[inline]
-    fn claim_current(&self, lane: usize) -> Option<Job> {
+    fn claim_taken(&self, lane: usize) -> Option<Job> {
         if self.holding.get() & (1 << lane) == 0 {
             return None; // the common case: no bundle taken up in this lane
         }
-        self.claim_current_cold(lane)
+        self.claim_taken_cold(lane)
     }
 
-    fn claim_current_cold(&self, lane: usize) -> Option<Job> {
-        let mut slot = self.current[lane].borrow_mut();
-        let current = slot.as_ref()?;
-        if let Some(job) = current.bundle.claim() {
+    fn claim_taken_cold(&self, lane: usize) -> Option<Job> {
+        let mut slot = self.taken[lane].borrow_mut();
+        let taken = slot.as_ref()?;
+        if let Some(job) = taken.bundle.claim() {
             drop(slot);
             self.count_claim(lane);
             return Some(job);
@@ -240,20 +240,22 @@ impl WorkerThread {
 
     /// The next job of the oldest bundle on the front of `lane`'s shared queue (the rest of
     /// a batch another worker took up, `take_up`), keeping a handle to claim the next ones
-    /// from (`claim_current`).
+    /// from (`claim_taken`).
     fn claim_front(&self, lane: usize) -> Option<Job> {
         let reg = &*self.registry;
-        let (job, bundle) = reg.lanes[lane]
-            .shared
+        let (job, bundle) = reg
+            .queues
+            .lane(lane)
+            .shared()
             .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
         self.count_claim(lane);
         self.hold(lane, bundle);
         Some(job)
     }
 
-    /// Claims the rest of `bundle` through our handle from now on (`claim_current`).
+    /// Claims the rest of `bundle` through our handle from now on (`claim_taken`).
     fn hold(&self, lane: usize, bundle: Arc<Bundle>) {
-        let previous = self.current[lane].replace(Some(Current { bundle }));
+        let previous = self.taken[lane].replace(Some(TakenBundle { bundle }));
         self.holding.set(self.holding.get() | 1 << lane);
         if let Some(previous) = previous {
             self.registry.release_bundle(previous.bundle);
@@ -264,7 +266,7 @@ impl WorkerThread {
     /// are left, puts the bundle on the front of the lane's shared queue, where every worker
     /// looks before the rest of that queue (so the batch is not overtaken by what its
     /// submitter queued after it: "FIFO within a lane"), and keeps a handle to claim the
-    /// rest from (`claim_current`): one claim per job instead of a push and a pop (and the
+    /// rest from (`claim_taken`): one claim per job instead of a push and a pop (and the
     /// pop's fence) per job. `None` if all its jobs were claimed already.
     ///
     /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
@@ -285,7 +287,7 @@ impl WorkerThread {
             reg.bundle_entry_dropped(lane, bundle);
             return Some(job);
         }
-        reg.lanes[lane].shared.put_front(bundle.clone());
+        reg.queues.lane(lane).shared().put_front(bundle.clone());
         // A worker that looked at the queues between our take and this push may have gone to
         // sleep, and the next job we run may wait for one of its siblings.
         reg.sleep.notify_new_work_n(rest);
@@ -325,7 +327,7 @@ impl WorkerThread {
                     heavier |= 1 << lane;
                 }
             }
-            if heavier == 0 || Registry::paused(reg.control()) {
+            if heavier == 0 || Crew::paused(reg.crew.control()) {
                 return ran;
             }
             let own = reg
@@ -334,7 +336,7 @@ impl WorkerThread {
                 .saturating_sub(self.nested_ns.get());
             let ours = vt[current]
                 .get()
-                .wrapping_add(own.clamp(1, 1 << 40) * reg.lanes[current].stride);
+                .wrapping_add(own.clamp(1, 1 << 40) * reg.queues.lane(current).stride());
             let mut due: Option<usize> = None;
             for lane in (0..lanes).filter(|l| heavier & (1 << l) != 0) {
                 if behind(vt[lane].get(), ours)
@@ -359,7 +361,7 @@ impl WorkerThread {
     /// Charges `ns` of run time to `lane`'s virtual clock.
     pub(super) fn charge(&self, lane: usize, ns: u64) {
         // Capped at 2^40 ns (18 minutes) so the product fits: the stride is at most 2^16.
-        let cost = ns.clamp(1, 1 << 40) * self.registry.lanes[lane].stride;
+        let cost = ns.clamp(1, 1 << 40) * self.registry.queues.lane(lane).stride();
         let clock = &self.vtime[lane];
         clock.set(clock.get().wrapping_add(cost));
     }
@@ -374,7 +376,12 @@ impl WorkerThread {
         let start = self.probe.get();
         self.probe.set(start.wrapping_add(1));
         // Counted in `execute` (the `INJECTED` flag).
-        let (job, source) = self.registry.lanes[lane].shared.steal_noting(start)?;
+        let (job, source) = self
+            .registry
+            .queues
+            .lane(lane)
+            .shared()
+            .steal_noting(start)?;
         if self.locals.len() == 1 {
             // Look there first next time (`take_held_ring`); `INJECTOR` holds nothing.
             self.held_ring.set(source);
@@ -388,7 +395,7 @@ impl WorkerThread {
     pub(super) fn steal_from_others(&self) -> Option<(Job, usize)> {
         let reg = &*self.registry;
         let lanes = self.locals.len();
-        let n = reg.shown_slots();
+        let n = reg.crew.shown_slots();
         if n < 2 {
             return None;
         }
@@ -406,7 +413,7 @@ impl WorkerThread {
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
                 // `steal`'s epoch pin, which under Miri made a thousand-task scope take
                 // longer than its watchdog allows.
-                let joins = &reg.join_stealers[victim];
+                let joins = reg.queues.join_stealer(victim);
                 if !joins.is_empty() {
                     match joins.steal() {
                         Steal::Success(job) => {
@@ -420,7 +427,7 @@ impl WorkerThread {
                 for lane in 0..lanes {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
-                    match reg.stealers[victim * lanes + lane].steal() {
+                    match reg.queues.stealer(victim, lane).steal() {
                         Steal::Success(job) => {
                             self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job, lane));
