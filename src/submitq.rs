@@ -143,7 +143,7 @@ impl SharedQueue {
     }
 
     /// Claims the next job of the oldest bundle on the front, and a handle on that bundle for
-    /// the caller to claim the rest from (`WorkerThread::claim_current`); `None` if the front
+    /// the caller to claim the rest from (`WorkerThread::claim_taken`); `None` if the front
     /// is empty. A bundle found emptied (by holders of handles) is taken off the front and
     /// handed to `dropped`, as is one whose last job this claim took: its entry leaves the
     /// queues (`Registry::bundle_entry_dropped`).

@@ -41,7 +41,7 @@ impl OffWorker {
 /// models cover bundles.
 const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
 /// The most jobs in one bundle: a worker that takes one up runs them before anything else
-/// of its own (`WorkerThread::claim_current`), so this bounds how long a task spawned from
+/// of its own (`WorkerThread::claim_taken`), so this bounds how long a task spawned from
 /// one of them waits behind its siblings on that worker (thieves take either meanwhile).
 const MAX_BUNDLE: usize = 128;
 /// Bundle buffers kept for reuse (`Registry::recycle_buffer`), 5 KiB each.
