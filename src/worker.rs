@@ -129,7 +129,7 @@ pub(crate) struct WorkerThread {
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
     /// bounds check and an index.
     shard: NonNull<Shard>,
-    /// How `execute` runs a task, and whether `join` and `scope` go through `joins`.
+    /// How `execute` runs a task, and whether `join` goes through `joins`.
     mode: RunMode,
     /// What we take from the shared queues and other workers: the probe, the held ring,
     /// the bundles taken up, the steals' random start.
@@ -141,12 +141,15 @@ pub(crate) struct WorkerThread {
     clock: LaneClock,
     /// Capacity units of started `RESERVED` jobs not given back yet.
     units: HeldUnits,
-    /// The scope tasks' blocks and units this worker keeps.
+    /// How scope tasks spawned here are queued, and their blocks and units kept here.
     scope: ScopeCache,
 }
 
 /// What a worker keeps for the scopes whose tasks it spawns and runs.
 struct ScopeCache {
+    /// In `RunMode::Plain`, in a pool not built with `fifo()`: scope tasks spawned here take
+    /// the two-word path through our join deque (`WorkerThread::spawns_by_ref`).
+    spawns_by_ref: bool,
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
@@ -190,8 +193,9 @@ pub(crate) fn run(
         .set_state(WorkerState::Running);
     ready(pinned);
     let shard = NonNull::from(registry.counters.worker(index));
+    let mode = RunMode::of(lanes, registry.latency.is_some());
     let worker = WorkerThread {
-        mode: RunMode::of(lanes, registry.latency.is_some(), registry.cfg.fifo),
+        mode,
         index,
         locals,
         joins,
@@ -200,6 +204,7 @@ pub(crate) fn run(
         clock: LaneClock::new(lanes),
         units: HeldUnits::new(),
         scope: ScopeCache {
+            spawns_by_ref: mode.is_plain() && !registry.cfg.fifo,
             blocks: Blocks::new(),
             credit: Credit::new(),
         },

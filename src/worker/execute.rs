@@ -32,7 +32,7 @@ impl WorkerThread {
         }
         let counted = flags & COUNTED != 0;
         match self.mode {
-            RunMode::Plain { .. } => self.run_plain(job, counted),
+            RunMode::Plain => self.run_plain(job, counted),
             RunMode::Timed => self.run_timed(job, counted),
             RunMode::Lanes => self.run_tracked(job, lane, counted),
         }
@@ -202,8 +202,7 @@ impl WorkerThread {
     /// A reserved task started here: its unit of capacity is given back with the next lot
     /// (`flush_threshold` units, or when this worker runs out of work).
     pub(crate) fn note_reservation_started(&self) {
-        let n = self.units.add_one(self.registry.flush_threshold);
-        if n > 0 {
+        if let Some(n) = self.units.add_one(self.registry.flush_threshold) {
             self.registry.release_pending(n);
         }
     }

@@ -216,6 +216,9 @@ impl WorkerThread {
         self.claim_taken_cold(lane)
     }
 
+    /// `claim_taken` once we hold a bundle: out of line, so the common take pays no frame
+    /// for it.
+    #[inline(never)]
     fn claim_taken_cold(&self, lane: usize) -> Option<Job> {
         if let Some(job) = self.taker.claim(lane) {
             self.count_claim(lane);

@@ -52,7 +52,7 @@ impl WorkerThread {
     /// `PoolBuilder::fifo` promises for every task a worker spawns.
     #[inline]
     pub(crate) fn spawns_by_ref(&self) -> bool {
-        self.mode.spawns_by_ref()
+        self.scope.spawns_by_ref
     }
 
     /// A scope task spawned from inside the pool (`spawns_by_ref`): counted on our own shard

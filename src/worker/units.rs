@@ -14,16 +14,16 @@ impl HeldUnits {
     }
 
     /// One more unit held: returns how many to give back now, all of them once there are
-    /// `threshold`, else 0.
+    /// `threshold`.
     #[inline]
-    pub(super) fn add_one(&self, threshold: usize) -> usize {
+    pub(super) fn add_one(&self, threshold: usize) -> Option<usize> {
         let n = self.n.get() + 1;
         if n >= threshold {
             self.n.set(0);
-            n
+            Some(n)
         } else {
             self.n.set(n);
-            0
+            None
         }
     }
 
