@@ -88,6 +88,8 @@ canary ring loom_ring_grows_under_a_racing_worker
 canary credit loom_scope_units_kept_by_workers_are_given_back 1
 # A release that wakes blocked submitters one below the low-water mark hangs them.
 canary room loom_block_wakes_at_the_low_water_mark
+# A broadcast that picks a retiring slot waits for a call its thread never runs.
+canary retiring loom_broadcast_racing_a_retire_runs_each_call_as_its_worker
 queue_models "${all[@]}"
 echo "== loom: $(wc -w <<<"$queued") models and ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
 jobs_run | sed 's/^/loom /' >"$log"

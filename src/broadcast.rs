@@ -17,7 +17,7 @@ use crate::latch::{self, Latch, Owner};
 use crate::metrics::counters::Stat;
 use crate::pool::Pool;
 use crate::registry::SlotState;
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{canary, AtomicUsize, Canary, Mutex, Ordering};
 use crate::unwind::drop_payload;
 use crossbeam_utils::CachePadded;
 use std::any::Any;
@@ -198,9 +198,14 @@ impl Pool {
         };
         let slots = reg.slots.lock();
         // `Running` only: the slot's thread holds its index and runs its mailbox before it
-        // leaves (`Starting` has no such thread yet, and may never get one).
+        // leaves (`Starting` has no such thread yet, and may never get one). The `retiring`
+        // canary of scripts/loom.sh picks retiring slots too, whose thread may have run its
+        // mailbox already: the call waits for ever.
         let picked: Vec<usize> = (0..slots.state.len())
-            .filter(|&i| slots.state[i] == SlotState::Running)
+            .filter(|&i| {
+                slots.state[i] == SlotState::Running
+                    || (canary(Canary::Retiring) && slots.state[i] == SlotState::Retiring)
+            })
             .collect();
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no

@@ -604,10 +604,18 @@ impl TaskGroup {
     /// Drops the group's tasks that have not started: their closures' destructors run here,
     /// each is counted as dropped in [`Stats`](crate::Stats) and gives its place in the
     /// pool's capacity back at once (as [`JoinHandle::cancel`](crate::JoinHandle::cancel)),
-    /// and a wait no longer waits for them. Returns how many were dropped. Tasks already running are not stopped, and
-    /// tasks spawned concurrently with the call may or may not be dropped; a task whose spawn
-    /// returned before the call began is dropped if it has not started, whatever waits on the
-    /// group run meanwhile (a wait lets go of finished tasks' handles only).
+    /// and a wait no longer waits for them. Returns how many were dropped. Tasks already
+    /// running are not stopped, and tasks spawned concurrently with the call may or may not
+    /// be dropped; a task whose spawn returned before the call began is dropped if it has not
+    /// started, whatever waits on the group run meanwhile (a wait lets go of finished tasks'
+    /// handles only).
+    ///
+    /// Concurrent calls share the work: each takes the tasks listed when it starts and
+    /// returns how many of those it dropped, so the counts add up to the tasks dropped, and a
+    /// call that found the list already taken returns 0 at once, while another call may still
+    /// be running destructors. No call waits for another: a destructor may itself cancel, or
+    /// wait for a thread that does. To know that every dropped task is gone, wait on the group
+    /// ([`wait`](TaskGroup::wait) waits for destructors as for tasks).
     ///
     /// A task stays unfinished until its destructor has returned, so from a destructor run
     /// here [`Pool::wait`], [`Pool::wait_for`] and the pool's shutdowns answer

@@ -967,6 +967,35 @@ fn loom_broadcast_racing_a_grow_that_fails() {
     });
 }
 
+/// `Pool::broadcast` racing a shrink (issue 37, case 6): worker 1 retires while a broadcast
+/// picks the slots to call. A call must run on the worker whose index it carries, as that
+/// worker (`current_worker_index`), or not be made: the slot is picked only while its
+/// thread runs it, and a retiring thread runs its mailbox before it lets go of its index.
+///
+/// Preemption bound 1: four threads (the caller, the broadcaster, two workers) ran past
+/// 7 minutes at bound 2, beyond what CI's loom step can give one model.
+#[test]
+fn loom_broadcast_racing_a_retire_runs_each_call_as_its_worker() {
+    model_bounded(
+        "loom_broadcast_racing_a_retire_runs_each_call_as_its_worker",
+        Some(1),
+        || {
+            let pool = Arc::new(builder(2).build().expect("pool"));
+            let p = pool.clone();
+            let broadcaster = loom::thread::spawn(move || {
+                p.broadcast(|index| {
+                    assert_eq!(crate::current_worker_index(), Some(index));
+                    index
+                })
+            });
+            pool.resize(1).unwrap();
+            let called = broadcaster.join().unwrap();
+            assert!(called == [0] || called == [0, 1], "{called:?}");
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A task group's last task racing its waiter's park, one worker: the main thread (not a
 /// worker) and the worker itself (inside a task, waiting on an inner group, so it must run
 /// the inner task it waits for) both wait. The count's zero reaching the waiter through the

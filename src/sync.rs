@@ -273,6 +273,8 @@ pub(crate) enum Canary {
     Room,
     /// `undo`: a failed reservation's undo that crosses the low-water mark wakes.
     Undo,
+    /// `retiring`: a broadcast calls only slots whose thread runs, not one retiring.
+    Retiring,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -291,8 +293,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "credit" => Canary::Credit,
             "room" => Canary::Room,
             "undo" => Canary::Undo,
+            "retiring" => Canary::Retiring,
             _ => panic!(
-                "FLOCK_LOOM_CANARY={name}: no such canary (recheck, push, ring, credit, room, undo)"
+                "FLOCK_LOOM_CANARY={name}: no such canary \
+                 (recheck, push, ring, credit, room, undo, retiring)"
             ),
         })
     });

@@ -560,3 +560,53 @@ fn a_group_dropped_on_a_paused_pool_waits_for_the_resume() {
         resumer.join().unwrap();
     });
 }
+
+/// Two cancels at once share the work, and neither waits for the other: while the first is
+/// in a destructor that waits for the second to return, the second finds the list taken and
+/// returns 0. The counts add up, and a wait on the group covers the destructors still running.
+#[test]
+fn concurrent_cancels_share_the_work_and_neither_waits() {
+    watchdog(30, "concurrent group cancels", || {
+        struct Blocks(Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>);
+        impl Drop for Blocks {
+            fn drop(&mut self) {
+                if let Some((entered, release)) = self.0.take() {
+                    entered.send(()).unwrap();
+                    release.recv().unwrap();
+                }
+            }
+        }
+        let pool = Pool::builder().workers(1).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        let gate = Gate::new();
+        let (tx, started) = std::sync::mpsc::channel();
+        let g = gate.clone();
+        group.spawn(move || {
+            tx.send(()).unwrap();
+            g.wait();
+        });
+        started.recv().unwrap();
+        let (entered_tx, entered) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel();
+        let blocks = Blocks(Some((entered_tx, release_rx)));
+        let live = count();
+        group.spawn(move || drop(blocks));
+        for _ in 0..9 {
+            let l = Live::new(&live);
+            group.spawn(move || drop(l));
+        }
+        std::thread::scope(|s| {
+            let first = s.spawn(|| group.cancel());
+            entered.recv().unwrap();
+            assert_eq!(group.cancel(), 0, "the list is the first call's");
+            release.send(()).unwrap();
+            assert_eq!(first.join().unwrap(), 10);
+        });
+        assert_eq!(live.load(Ordering::SeqCst), 0);
+        gate.open();
+        group.wait().unwrap();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.dropped, s.completed), (10, 1));
+    });
+}
