@@ -3,7 +3,7 @@
 //!
 //! A waiting future registers its waker in the pool's [`RoomWakers`], then tries again; the
 //! worker that gives capacity back while the queue was full wakes every registered waker
-//! (`Registry::release_pending`), and so does a shutdown. Why no wake is lost is in
+//! (`Gate::release_pending`), and so does a shutdown. Why no wake is lost is in
 //! `sleep/README.md`, "Backpressure". Wakers are woken outside every lock and through
 //! `unwind::wake_guarded`, so one that panics cannot keep the others asleep.
 
@@ -105,12 +105,12 @@ impl Waiting<'_> {
     /// (the re-check that makes a release between the two tries wake us).
     fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<Result<Route, RejectReason>> {
         let reg = self.registry;
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         if let Some(done) = reg.try_admit_async(shard).transpose() {
             self.leave();
             return Poll::Ready(done);
         }
-        reg.room_wakers.register(&mut self.id, cx.waker());
+        reg.gate.register_room_waker(&mut self.id, cx.waker());
         match reg.try_admit_async(shard).transpose() {
             Some(done) => {
                 self.leave();
@@ -133,7 +133,7 @@ impl Waiting<'_> {
     /// `wake_all` does not wake a future that is done).
     fn leave(&mut self) {
         if let Some(id) = self.id.take() {
-            self.registry.room_wakers.unregister(id);
+            self.registry.gate.unregister_room_waker(id);
         }
     }
 }
@@ -271,7 +271,7 @@ where
             Poll::Ready(Ok(route)) => {
                 let lane = reg.outside_lane(lane);
                 let job = fire_and_forget(task);
-                Registry::dispatch(reg, reg.counters.external(), route, job, lane);
+                Registry::dispatch(reg, reg.shards.external(), route, job, lane);
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(reason)) => Poll::Ready(Err(SubmitError::new(task, reason))),
@@ -309,7 +309,7 @@ where
             Poll::Ready(Ok(route)) => {
                 let lane = reg.outside_lane(lane);
                 let (job, handle, route) = spawn_admitted(reg, route, lane, task);
-                Registry::dispatch(reg, reg.counters.external(), route, job, lane);
+                Registry::dispatch(reg, reg.shards.external(), route, job, lane);
                 Poll::Ready(handle)
             }
             Poll::Ready(Err(reason)) => Poll::Ready(JoinHandle::refused(reg, reason)),

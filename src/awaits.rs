@@ -1,7 +1,7 @@
 //! One `.await` from async code: [`Pool::run_async`] (room in the queue, then the result),
 //! [`Pool::wait_async`] and [`TaskGroup::wait_async`]. None of them blocks the thread that
 //! polls it; each stores the task's waker where the event it waits for is announced (the
-//! pool's room wakers, its quiet wakers in `registry/quiesce.rs`, the group's in
+//! pool's room wakers, its quiet wakers in `registry/quiet.rs`, the group's in
 //! `group.rs`).
 //!
 //! Why flock does not warn when a *blocking* call is made from async code: it cannot tell.
@@ -131,7 +131,7 @@ impl Future for WaitAsync<'_> {
 
 impl Drop for WaitAsync<'_> {
     fn drop(&mut self) {
-        self.pool.registry().leave_quiet(&mut self.waiter);
+        self.pool.registry().quiet.leave(&mut self.waiter);
     }
 }
 

@@ -187,7 +187,7 @@ impl Pool {
         R: Send,
     {
         let reg = self.registry();
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         let state = Broadcast {
             f: &f,
             results: Mutex::new(Vec::new()),
@@ -210,14 +210,14 @@ impl Pool {
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no
         // worker exits while our jobs are outstanding, or we see the close and run nothing.
-        if k == 0 || !shard.enter_shared_n(k as u64) {
+        if k == 0 || !shard.progress.enter_shared_n(k as u64) {
             drop(slots);
             if k > 0 {
                 reg.revoke_entries(shard, k as u64);
             }
             return Vec::new();
         }
-        shard.stat_shared(Stat::Submitted, k as u64);
+        shard.stats.stat_shared(Stat::Submitted, k as u64);
         state.results.lock().resize_with(k, || None);
         state.remaining.store(k, Ordering::Relaxed);
         for (pos, &index) in picked.iter().enumerate() {

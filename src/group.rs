@@ -454,7 +454,7 @@ impl TaskGroup {
             }
             Err(task) => task,
         };
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
                 let lane = reg.outside_lane(lane);

@@ -269,7 +269,7 @@ where
     F: FnOnce(Option<&WorkerThread>) -> R + Send,
     R: Send,
 {
-    let shard = registry.counters.external();
+    let shard = registry.shards.external();
     let Ok(route) = registry.admit(shard, Admission::Unbounded) else {
         return f(None);
     };

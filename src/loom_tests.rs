@@ -747,7 +747,7 @@ fn loom_submit_async_racing_the_release_of_room() {
 }
 
 /// A submit blocked on a full queue (`Backpressure::Block`): capacity 2, so under loom the
-/// low-water mark is 1 (`admission::room_mark`) and the submitter is woken only when a start
+/// low-water mark is 1 (`gate::room_mark`) and the submitter is woken only when a start
 /// takes `pending` from 1 to 0, not at the first room. Three submits from outside race the
 /// only worker: the third may find both units taken, block, and rely on the worker's release
 /// that crosses the mark (its RMW on `pending` against the submitter's `blocked` increment and
@@ -1066,11 +1066,11 @@ fn loom_cancel_racing_the_start_gives_the_unit_back_once() {
             });
             let cancelled = handle.cancel();
             if cancelled {
-                assert_eq!(pool.registry().pending_units(), 0);
+                assert_eq!(pool.registry().gate.pending_units(), 0);
             }
             pool.shutdown().unwrap();
             assert_eq!(ran.load(Ordering::SeqCst), usize::from(!cancelled));
-            assert_eq!(pool.registry().pending_units(), 0);
+            assert_eq!(pool.registry().gate.pending_units(), 0);
         },
     );
 }

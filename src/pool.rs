@@ -1,7 +1,7 @@
 //! `Pool`: the handle users hold.
 
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
-use crate::registry::{Admission, Quiet, Registry};
+use crate::registry::{Admission, QuietOutcome, Registry};
 use crate::scope::Scope;
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
@@ -216,7 +216,7 @@ impl Pool {
             None => Some(task),
         }) {
             let reg = &self.registry;
-            let shard = reg.counters.external();
+            let shard = reg.shards.external();
             match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
                 Ok(route) => {
                     let lane = reg.outside_lane(lane);
@@ -465,7 +465,7 @@ impl Pool {
             Err(task) => task,
         };
         let reg = &self.registry;
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         match reg.admit(shard, Admission::Bounded(reg.cfg.when_full)) {
             Ok(route) => {
                 let lane = reg.outside_lane(lane);
@@ -560,8 +560,8 @@ impl Pool {
             return Err(WaitError::WouldDeadlock);
         }
         match self.registry.wait_quiescent(None, true) {
-            Quiet::Paused => Err(WaitError::Paused),
-            Quiet::Done | Quiet::TimedOut => Ok(()),
+            QuietOutcome::Paused => Err(WaitError::Paused),
+            QuietOutcome::Done | QuietOutcome::TimedOut => Ok(()),
         }
     }
 
@@ -634,8 +634,8 @@ impl Pool {
         }
         let deadline = Instant::now().checked_add(timeout);
         match self.registry.wait_quiescent(deadline, false) {
-            Quiet::Done => Ok(()),
-            Quiet::TimedOut | Quiet::Paused => Err(WaitError::Timeout),
+            QuietOutcome::Done => Ok(()),
+            QuietOutcome::TimedOut | QuietOutcome::Paused => Err(WaitError::Timeout),
         }
     }
 
@@ -717,7 +717,7 @@ impl Pool {
         // Every worker has exited: what is still queued are the jobs of tasks cancelled
         // while queued, which hold the registry (see `purge::sweep`).
         crate::purge::sweep(reg);
-        Ok(reg.dropped_by_shutdown())
+        Ok(reg.quiet.dropped_by_shutdown())
     }
 
     /// How many tasks this pool's shutdowns have dropped unrun so far: those
@@ -740,7 +740,7 @@ impl Pool {
     /// assert_eq!(pool.stats().dropped, 5);
     /// ```
     pub fn dropped_by_shutdown(&self) -> u64 {
-        self.registry.dropped_by_shutdown()
+        self.registry.quiet.dropped_by_shutdown()
     }
 
     /// A snapshot of the pool's counters, queue depths, per-worker state and (with
@@ -797,7 +797,7 @@ impl Pool {
         // one. With nothing outstanding (every task, join from outside, scope task and
         // broadcast is counted) no worker runs a task, whatever the states say: so `running`
         // agrees with a `wait` that just returned.
-        if self.registry.counters.outstanding() == 0 {
+        if self.registry.shards.outstanding() == 0 {
             return 0;
         }
         self.registry.workers_running()

@@ -38,7 +38,8 @@
 use crate::deque::Steal;
 use crate::frames;
 use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
-use crate::metrics::counters::{LaneStat, Proto};
+use crate::metrics::counters::LaneStat;
+use crate::registry::Progress;
 use crate::registry::Registry;
 
 /// One call dropping queued tasks of the pool whose registry is at `registry`
@@ -126,7 +127,7 @@ impl Purge<'_> {
         }
         if job.flags() & RESERVED != 0 {
             // As a worker does when a job starts: its unit of capacity is free again.
-            self.reg.release_pending(1);
+            self.reg.gate.release_pending(1);
         }
         if job.discard_counted() {
             self.dropped += 1;
@@ -136,9 +137,9 @@ impl Purge<'_> {
     /// Claims what is left of a bundle (its other holders find it empty) and takes each job.
     fn take_bundle(&mut self, entry: Job, lane: usize) {
         let bundle = entry.into_bundle();
-        let shard = self.reg.counters.external();
+        let shard = self.reg.shards.external();
         while let Some(job) = bundle.claim() {
-            shard.lane_shared(LaneStat::Claimed, lane, 1);
+            shard.stats.lane_shared(LaneStat::Claimed, lane, 1);
             self.take(job, lane);
         }
         self.reg.bundle_entry_dropped(lane, bundle);
@@ -150,9 +151,10 @@ impl Purge<'_> {
         // A worker that looked while we held the jobs and went to sleep is woken; a worker
         // waiting in a paused pool for one of them finds it (`Registry::hand_back`).
         reg.hand_back(self.kept);
-        reg.counters
+        reg.shards
             .external()
-            .add_shared(Proto::Dropped, self.dropped as u64);
+            .progress
+            .add_shared(Progress::Dropped, self.dropped as u64);
         // The outstanding count went down off the workers: `wait()` and a shutdown waiting
         // for the queues to drain re-check.
         reg.after_finish_off_worker();

@@ -1,42 +1,51 @@
 //! State shared by the pool handle and its workers: the queues, the sleep protocol, the
 //! counters, the control word (workers wanted, pause) and the shutdown handshake.
 //!
+//! Owners with private fields: `Gate` (`registry/gate.rs`: capacity and backpressure) and
+//! `Quiet` (`registry/quiet.rs`: the progress counts with the `CLOSED` bit, `wait()`'s
+//! waiters, the tasks dropped by shutdown); the count shards are `registry/shards.rs`.
+//! `Registry` runs the steps that cross owners.
+//!
 //! A task's path from submit to run, one file per stage:
-//! 1. admission (`registry/admission.rs`): the shutdown check, capacity and backpressure;
+//! 1. admission (`registry/admission.rs`): the shutdown check, capacity and backpressure
+//!    (the `Gate`);
 //!    async submitters wait for room in `src/admit.rs`;
 //! 2. dispatch (`registry/dispatch.rs`): where an admitted task goes (its lane's shared
 //!    queue, one by one or as bundles; the caller; a helper thread). A task submitted from
 //!    inside the pool goes onto the worker's own deque instead (`worker/submit.rs`);
 //! 3. the worker loop (`worker.rs`), which finds work (`worker/find.rs`);
 //! 4. execute (`worker/execute.rs`); the registry's side of a task's end is in
-//!    `registry/quiesce.rs` (panics reported, `wait()`ers told).
+//!    `registry/quiesce.rs` (panics reported, `wait()`ers told through `Quiet`).
 //!
 //! Beside the path: worker slots and their threads (`registry/slots.rs`: resize, retire,
 //! join) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::admit::RoomWakers;
 use crate::broadcast::Mailboxes;
 use crate::builder::Config;
 use crate::clock::Clock;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
-use crate::metrics::counters::Counters;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
 use crate::sleep::Sleep;
 use crate::submitq::SharedQueue;
 use crate::sync::thread::JoinHandle;
-use crate::sync::{fence, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
 mod admission;
 mod dispatch;
+mod gate;
 mod quiesce;
+mod quiet;
+mod shards;
 mod slots;
 
 pub(crate) use self::admission::{Admission, Route};
-pub(crate) use self::quiesce::{Quiet, QuietWaiter};
+pub(crate) use self::gate::Gate;
+pub(crate) use self::quiet::{Progress, Quiet, QuietOutcome, QuietWaiter};
+pub(crate) use self::shards::{Shard, Shards};
 pub(crate) use self::slots::SlotThread;
 
 const RUNNING: u8 = 0;
@@ -152,43 +161,25 @@ pub(crate) struct Registry {
     pub(crate) sleep: Sleep,
     /// The lane reserve (`src/reserve.rs`), when the lanes differ in weight and it is on.
     pub(crate) reserve: Option<Reserve>,
-    pub(crate) counters: Counters,
+    /// The per-worker and external count shards (protocol progress and statistics).
+    pub(crate) shards: Shards,
     /// Queue-wait and run-time histograms, when `track_latency` is on.
     pub(crate) latency: Option<Latency>,
     pub(crate) cfg: Config,
-    /// Tasks accepted from outside and not yet started (may overstate; see sleep/README.md).
-    pending: CachePadded<AtomicUsize>,
-    /// Submitters blocked waiting for room.
-    blocked: CachePadded<AtomicUsize>,
-    /// Async submitters waiting for room (`src/admit.rs`).
-    pub(crate) room_wakers: RoomWakers,
+    /// Capacity and backpressure (`registry/gate.rs`).
+    pub(crate) gate: Gate,
     /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
     pub(crate) mailboxes: Mailboxes,
-    room_lock: Mutex<()>,
-    room_cond: Condvar,
-    /// Started tasks a worker may hold back before giving their `pending` units back.
-    pub(crate) flush_threshold: usize,
-    /// The low-water mark: blocked submitters are woken when a decrement of `pending` (a
-    /// release, or a failed reservation's undo) takes it from at or above it to below it.
-    room_mark: usize,
+    /// `RUNNING`, `GRACEFUL` or `NOW`: only ever raised. Kept here, not in `quiet`, as
+    /// shutdown crosses every owner (`begin_shutdown`).
     shutdown: AtomicU8,
-    /// Threads in `wait_quiescent`, and `poll_quiet` futures registered (`Pool::wait_async`).
-    waiters: AtomicUsize,
-    /// The quiet generation: how many times a thread holding this lock saw nothing
-    /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
-    /// whose generation moved on returns, whatever the pool does since.
-    wait_lock: Mutex<u64>,
-    wait_cond: Condvar,
-    /// `Pool::wait_async` futures waiting for quiet (counted in `waiters` too), woken with
-    /// the blocked waiters (`notify_waiters`).
-    quiet_wakers: RoomWakers,
+    /// `wait()`'s waiters and the tasks dropped by shutdown (`registry/quiet.rs`).
+    pub(crate) quiet: Quiet,
     /// Worker threads started and not yet exited.
     live: Mutex<usize>,
     live_cond: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
     helpers: Mutex<Vec<JoinHandle<()>>>,
-    helpers_live: AtomicUsize,
-    dropped_by_shutdown: AtomicU64,
     pub(crate) started_at: Instant,
     /// The clock of latency stamps and lane charging (`now_ns`).
     pub(crate) clock: Clock,
@@ -200,9 +191,6 @@ impl Registry {
         let slots = cfg.max_workers;
         // Only pools that read the clock per task pay for measuring the counter's rate.
         let clock = Clock::new(cfg.track_latency || cfg.lanes.len() > 1);
-        // From `max_workers`, not the starting count: held-back units may overstate the queue
-        // by `flush_threshold × workers`, which must stay small at any size (`resize`).
-        let per_worker = cfg.capacity / (32 * cfg.max_workers);
         let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
             .map(|_| {
                 cfg.lanes
@@ -259,28 +247,17 @@ impl Registry {
             } else {
                 None
             },
-            counters: Counters::new(slots),
+            shards: Shards::new(slots),
             latency: cfg.track_latency.then(|| Latency::new(slots)),
-            flush_threshold: per_worker.clamp(1, 64),
-            room_mark: admission::room_mark(cfg.capacity),
+            gate: Gate::new(&cfg),
             cfg,
-            pending: CachePadded::new(AtomicUsize::new(0)),
-            blocked: CachePadded::new(AtomicUsize::new(0)),
-            room_wakers: RoomWakers::new(),
             mailboxes: Mailboxes::new(slots),
-            room_lock: Mutex::new(()),
-            room_cond: Condvar::new(),
             shutdown: AtomicU8::new(RUNNING),
-            waiters: AtomicUsize::new(0),
-            wait_lock: Mutex::new(0),
-            wait_cond: Condvar::new(),
-            quiet_wakers: RoomWakers::new(),
+            quiet: Quiet::new(),
             live: Mutex::new(0),
             live_cond: Condvar::new(),
             threads: Mutex::new(Vec::with_capacity(slots)),
             helpers: Mutex::new(Vec::new()),
-            helpers_live: AtomicUsize::new(0),
-            dropped_by_shutdown: AtomicU64::new(0),
             started_at: Instant::now(),
             clock,
         }
@@ -384,7 +361,7 @@ impl Registry {
     pub(crate) fn may_exit(&self) -> bool {
         // Pairs with the store in `begin_shutdown` (Acquire would do): having seen the flag we
         // see the close before it, so `outstanding` counts every entry made before the close.
-        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.counters.outstanding() == 0
+        self.shutdown.load(Ordering::SeqCst) != RUNNING && self.shards.outstanding() == 0
     }
 
     pub(crate) fn begin_shutdown(&self, now: bool) {
@@ -392,9 +369,9 @@ impl Registry {
         // counted in `live`, and shutdown waits for them) or sees the flag and starts none.
         let slots = self.slots.lock();
         // First close the external shards (the handshake with `admit`, see
-        // `Shard::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
+        // `Counts::enter_shared`), then raise the flag: a worker that sees the flag (Acquire,
         // after this SeqCst store) sees every entry made before the close.
-        self.counters.close_external();
+        self.shards.close_external();
         // Only ever raised (RUNNING < GRACEFUL < NOW): a graceful call after `shutdown_now`
         // changes nothing.
         let target = if now { NOW } else { GRACEFUL };
@@ -415,37 +392,11 @@ impl Registry {
         // Wakes a `resize` waiting for a retiring slot, so it sees the flag.
         self.slot_cond.notify_all();
         drop(slots);
-        {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
-        }
-        self.room_wakers.wake_all();
+        self.gate.wake_blocked_for_shutdown();
         self.notify_waiters();
         self.sleep.wake_all();
         if let Some(reserve) = &self.reserve {
             reserve.unpark();
         }
-    }
-
-    /// Counts a task that `shutdown_now` dropped unrun (`Pool::dropped_by_shutdown`). Called
-    /// before the task is counted `Dropped`, never after: a closer learns that the task
-    /// finished through that count, and must then find it here too.
-    ///
-    /// Relaxed is enough in that order. The `Dropped` add that follows is a Release
-    /// (`Shard::add_owned`, `Shard::add_shared`), and every reader of the finished counts
-    /// loads them with Acquire (`Counters::outstanding`, through `Shard::proto`). A thread
-    /// that counts our task finished there therefore happens after this increment, and so
-    /// does everyone it hands that knowledge to: a worker that saw nothing outstanding and
-    /// exits, then under the `live` lock a closer in `await_workers`. That closer's load in
-    /// `dropped_by_shutdown` sees it, also a second closer racing the first, which finds the
-    /// threads already taken and joins none (`join_threads`), so no join orders the lane
-    /// reserve's drops before its load. The other order let that closer see the reserve's
-    /// drop finished and not yet counted here.
-    pub(crate) fn note_dropped_by_shutdown(&self) {
-        self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn dropped_by_shutdown(&self) -> u64 {
-        self.dropped_by_shutdown.load(Ordering::Relaxed)
     }
 }

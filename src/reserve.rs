@@ -13,7 +13,8 @@
 //! (the workers still run everything queued), is in `sleep/README.md`, "The lane reserve".
 
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
-use crate::metrics::counters::{LaneStat, Proto, Stat};
+use crate::metrics::counters::{LaneStat, Stat};
+use crate::registry::Progress;
 use crate::registry::Registry;
 use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
@@ -232,7 +233,7 @@ impl Reserve {
             job
         };
         let flags = job.flags();
-        let shard = reg.counters.external();
+        let shard = reg.shards.external();
         if flags & INJECTED != 0 && Registry::paused(reg.control()) {
             // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
             // find it. But `resume` may have come between our load and the push, its wake
@@ -245,21 +246,21 @@ impl Reserve {
             return;
         }
         if flags & RESERVED != 0 {
-            reg.release_pending(1);
+            reg.gate.release_pending(1);
         }
         if flags & INJECTED != 0 {
-            shard.stat_shared(Stat::FromInjector, 1);
+            shard.stats.stat_shared(Stat::FromInjector, 1);
         }
         if flags & DISCARDABLE != 0 && reg.is_stopping_now() {
             if job.discard_counted() {
-                // In this order: see `note_dropped_by_shutdown`.
-                reg.note_dropped_by_shutdown();
-                shard.add_shared(Proto::Dropped, 1);
+                // In this order: see `Quiet::note_dropped_by_shutdown`.
+                reg.quiet.note_dropped_by_shutdown();
+                shard.progress.add_shared(Progress::Dropped, 1);
             }
             reg.after_finish_off_worker();
             return;
         }
-        shard.stat_shared(Stat::ReserveRuns, 1);
+        shard.stats.stat_shared(Stat::ReserveRuns, 1);
         reg.run_off_worker(shard, job, lane);
     }
 
@@ -270,8 +271,9 @@ impl Reserve {
             .shared
             .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
         reg.release_bundle(handle);
-        reg.counters
+        reg.shards
             .external()
+            .stats
             .lane_shared(LaneStat::Claimed, lane, 1);
         Some(job)
     }
@@ -286,8 +288,9 @@ impl Reserve {
             reg.bundle_entry_dropped(lane, bundle);
             return None;
         };
-        reg.counters
+        reg.shards
             .external()
+            .stats
             .lane_shared(LaneStat::Claimed, lane, 1);
         let rest = bundle.remaining();
         if rest == 0 {

@@ -506,7 +506,7 @@ impl<'scope> Scope<'scope> {
 
     #[cold]
     fn submit_from_outside(&self, job: Job) {
-        let shard = self.registry.counters.external();
+        let shard = self.registry.shards.external();
         match self.registry.admit(shard, Admission::Scoped) {
             Ok(route) => {
                 let lane = self.registry.outside_lane(None);

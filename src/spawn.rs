@@ -2,7 +2,7 @@
 
 use crate::job::{Action, Job, Outcome, Payload, COUNTED, DISCARDABLE};
 use crate::latch::{self, Latch, Owner, Wake};
-use crate::metrics::counters::Proto;
+use crate::registry::Progress;
 use crate::registry::{Registry, Route};
 use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
 // Cells are not part of the model-checked protocol, and need unsized coercion: std's `Arc`.
@@ -65,7 +65,7 @@ impl<T> Header<T> {
 
     /// We moved `state` out of PENDING: the task's unit of capacity, if it holds one, is
     /// free again, and blocked or async submitters waiting for room are woken as for any
-    /// release (`Registry::release_pending`). A worker starting the task adds it to the units
+    /// release (`Gate::release_pending`). A worker starting the task adds it to the units
     /// it gives back in a lot, as for a reserved job it starts (`note_reservation_started`).
     fn give_back_unit(&self, started_here: bool) {
         if !self.holds_unit {
@@ -74,7 +74,7 @@ impl<T> Header<T> {
         let reg = &*self.registry;
         crate::worker::with_current(|w| match w {
             Some(w) if started_here && w.is_in(reg) => w.note_reservation_started(),
-            _ => reg.release_pending(1),
+            _ => reg.gate.release_pending(1),
         });
     }
 
@@ -554,7 +554,11 @@ impl<T> JoinHandle<T> {
                 unsafe { self.cell.drop_func() }
             }))
         });
-        registry.counters.external().add_shared(Proto::Dropped, 1);
+        registry
+            .shards
+            .external()
+            .progress
+            .add_shared(Progress::Dropped, 1);
         registry.after_finish_off_worker();
         // `self.cell` keeps the latch alive.
         header.open();

@@ -33,7 +33,8 @@
 
 use crate::deque::{Injector, Steal};
 use crate::job::{Bundle, Job, INJECTED};
-use crate::metrics::counters::{Shard, Stat};
+use crate::metrics::counters::Stat;
+use crate::registry::Shard;
 use crate::sync::{
     canary, facade_thread_local, Arc, AtomicBool, AtomicPtr, AtomicUsize, Canary, Mutex, Ordering,
     UnsafeCell,
@@ -249,7 +250,7 @@ impl SharedQueue {
     #[cold]
     fn push_unclaimed(&self, job: Job, count: Option<&Shard>) {
         if let Some(shard) = count {
-            shard.stat_shared(Stat::Submitted, 1);
+            shard.stats.stat_shared(Stat::Submitted, 1);
         }
         self.injector.push(job);
     }

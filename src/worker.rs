@@ -14,8 +14,8 @@
 
 use crate::deque::Worker as Deque;
 use crate::job::{Job, JobRef, INJECTED};
-use crate::metrics::counters::{Shard, Stat, WorkerState};
-use crate::registry::{LocalQueues, Registry, SlotThread};
+use crate::metrics::counters::{Stat, WorkerState};
+use crate::registry::{LocalQueues, Registry, Shard, SlotThread};
 use crate::scope::Credit;
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
@@ -125,7 +125,7 @@ pub(crate) struct WorkerThread {
     /// `join`'s second halves (`JobRef`), in a pool with one lane (`join.rs`).
     joins: Deque<JobRef>,
     registry: Arc<Registry>,
-    /// Our counter shard, `registry.counters.worker(index)`: kept as an address so that a
+    /// Our counter shard, `registry.shards.worker(index)`: kept as an address so that a
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
     /// bounds check and an index.
     shard: NonNull<Shard>,
@@ -188,11 +188,12 @@ pub(crate) fn run(
     } = registry.take_slot(index, SlotThread::current());
     let lanes = locals.len();
     registry
-        .counters
+        .shards
         .worker(index)
+        .stats
         .set_state(WorkerState::Running);
     ready(pinned);
-    let shard = NonNull::from(registry.counters.worker(index));
+    let shard = NonNull::from(registry.shards.worker(index));
     let mode = RunMode::of(lanes, registry.latency.is_some());
     let worker = WorkerThread {
         mode,
@@ -252,7 +253,7 @@ pub(crate) fn run(
         canary(Canary::Credit) || worker.credit().is_empty(),
         "flock: a worker left holding a scope's units"
     );
-    worker.shard().set_state(WorkerState::Stopped);
+    worker.shard().stats.set_state(WorkerState::Stopped);
     CURRENT.with(|c| c.set(ptr::null()));
     let WorkerThread {
         locals,
@@ -346,7 +347,7 @@ impl WorkerThread {
 
     #[inline]
     fn shard(&self) -> &Shard {
-        // SAFETY: `shard` points into `self.registry`'s counters, a boxed slice made once
+        // SAFETY: `shard` points into `self.registry`'s shards, a boxed slice made once
         // with the registry and never moved or resized; `self.registry` keeps it alive.
         unsafe { self.shard.as_ref() }
     }
@@ -395,7 +396,7 @@ impl WorkerThread {
                 searching = sleep.transition_to_searching(reg.workers());
             }
             if searching {
-                self.shard().set_state(WorkerState::Spinning);
+                self.shard().stats.set_state(WorkerState::Spinning);
                 let backoff = Backoff::new();
                 for _ in 0..reg.cfg.spin_limit {
                     backoff.snooze();
@@ -455,7 +456,7 @@ impl WorkerThread {
         reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
-        if reg.has_waiters() {
+        if reg.quiet.has_waiters() {
             reg.notify_waiters();
         }
     }
@@ -624,10 +625,10 @@ impl WorkerThread {
         // What comes next does not start where the last task ended (`run_timed`).
         self.clock.clear_last_end();
         self.flush_reservations();
-        // Pairs with the waiter's SeqCst `waiters` increment in `Registry::wait_quiescent`:
+        // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
         fence(Ordering::SeqCst);
-        if self.registry.has_waiters() {
+        if self.registry.quiet.has_waiters() {
             self.registry.notify_waiters();
         }
     }
@@ -636,8 +637,8 @@ impl WorkerThread {
     fn park(&self, searching: bool) -> Parked {
         let reg = &*self.registry;
         let sleep = &reg.sleep;
-        self.shard().set_state(WorkerState::Parked);
-        self.shard().stat_owned(Stat::ParkAttempts, 1);
+        self.shard().stats.set_state(WorkerState::Parked);
+        self.shard().stats.stat_owned(Stat::ParkAttempts, 1);
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
@@ -666,9 +667,9 @@ impl WorkerThread {
             }
             return Parked::Resume { searching: true };
         }
-        self.shard().stat_owned(Stat::Parks, 1);
+        self.shard().stats.stat_owned(Stat::Parks, 1);
         sleep.park(self.index);
-        self.shard().stat_owned(Stat::Wakeups, 1);
+        self.shard().stats.stat_owned(Stat::Wakeups, 1);
         Parked::Resume { searching: true }
     }
 

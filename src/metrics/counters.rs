@@ -1,31 +1,10 @@
-//! Sharded counters: one cache-padded shard per worker, written only by that worker with plain
-//! (load + store) updates, and a few shards for threads outside the pool, picked by a
-//! thread-local index so two submitters rarely share one. Readers sum the shards.
-//!
-//! Five counters take part in the pool's protocol (see `outstanding`) and come through the
-//! `sync` facade so loom sees them; the rest are statistics and stay on plain std atomics.
+//! The statistics one shard keeps (`StatCounts`): counters, per-lane counters and the
+//! worker's state, on plain std atomics outside loom's sight. The shards themselves, one
+//! cache-padded per worker beside the progress counts of the protocol, and a few for
+//! threads outside the pool, are `registry/shards.rs`; readers sum them.
 
 use crate::lane::MAX_LANES;
-use crate::sync::{facade_thread_local, fence, AtomicU64 as PAtomicU64, Ordering as POrdering};
-use crossbeam_utils::CachePadded;
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-
-/// Counters that `wait()` and shutdown reason about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Proto {
-    /// A submitter committed to the task (before it looked at the shutdown flag).
-    Entered = 0,
-    /// An entered task was refused after all (shutdown seen, queue full, timeout).
-    Revoked,
-    /// The task ran to its end.
-    Completed,
-    /// The task panicked.
-    Panicked,
-    /// The task was dropped unrun (`shutdown_now`, `JoinHandle::cancel`).
-    Dropped,
-}
-const PROTO: usize = 5;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// Counters that only statistics read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,59 +79,20 @@ pub enum WorkerState {
     Stopped,
 }
 
-pub(crate) struct Shard {
-    proto: [PAtomicU64; PROTO],
+/// One shard's statistics, written as its owner's counts are (see `registry/shards.rs`).
+pub(crate) struct StatCounts {
     stats: [AtomicU64; STATS],
     state: AtomicU8,
     lanes: [[AtomicU64; LANE_STATS]; MAX_LANES],
 }
 
-impl Shard {
-    fn new() -> Self {
-        Shard {
-            proto: std::array::from_fn(|_| PAtomicU64::new(0)),
+impl StatCounts {
+    pub(crate) fn new() -> Self {
+        StatCounts {
             stats: std::array::from_fn(|_| AtomicU64::new(0)),
             state: AtomicU8::new(WorkerState::Running as u8),
             lanes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
-    }
-
-    /// Adds `n` to a counter of a shard that only the calling thread writes (a worker's own):
-    /// a plain load and store, no read-modify-write.
-    #[inline]
-    pub(crate) fn add_owned(&self, c: Proto, n: u64) {
-        let a = &self.proto[c as usize];
-        // Release: pairs with the Acquire loads in `Counters::outstanding`, so a reader that
-        // counts this task as finished also sees everything the task did.
-        a.store(a.load(POrdering::Relaxed) + n, POrdering::Release);
-    }
-
-    /// Adds `n` to a counter of a shard several threads may write (an external shard).
-    pub(crate) fn add_shared(&self, c: Proto, n: u64) {
-        // Release: as in `add_owned`.
-        self.proto[c as usize].fetch_add(n, POrdering::Release);
-    }
-
-    /// Enters one task from a thread outside the pool. Returns false if the pool was closed
-    /// first (`close`), in which case the caller must revoke the entry.
-    ///
-    /// The submit/shutdown handshake lives in this one word: `close` sets `CLOSED` with an
-    /// RMW, so in the word's modification order our increment is either before it (and the
-    /// closer, and every worker that later sees the shutdown flag, sees our entry: they wait
-    /// for the task) or after it (and we see the bit). AcqRel: Release publishes the entry to
-    /// `close`'s Acquire; Acquire orders our later reads after a close we saw.
-    pub(crate) fn enter_shared(&self) -> bool {
-        self.proto[Proto::Entered as usize].fetch_add(1, POrdering::AcqRel) & CLOSED == 0
-    }
-
-    /// Enters `n` tasks at once (a batch); the same handshake as `enter_shared`.
-    pub(crate) fn enter_shared_n(&self, n: u64) -> bool {
-        self.proto[Proto::Entered as usize].fetch_add(n, POrdering::AcqRel) & CLOSED == 0
-    }
-
-    /// Marks the shard closed: entries after this see `CLOSED` (see `enter_shared`).
-    fn close(&self) {
-        self.proto[Proto::Entered as usize].fetch_or(CLOSED, POrdering::AcqRel);
     }
 
     /// Adds to a statistic of a shard only the calling thread writes. Compiled to nothing
@@ -197,11 +137,6 @@ impl Shard {
         self.state.store(s as u8, Ordering::Relaxed);
     }
 
-    pub(crate) fn proto(&self, c: Proto) -> u64 {
-        // Acquire: pairs with the Release updates above. `CLOSED` is a flag, not a count.
-        self.proto[c as usize].load(POrdering::Acquire) & !CLOSED
-    }
-
     pub(crate) fn stat(&self, s: Stat) -> u64 {
         self.stats[s as usize].load(Ordering::Relaxed)
     }
@@ -214,119 +149,4 @@ impl Shard {
             _ => WorkerState::Stopped,
         }
     }
-}
-
-/// The top bit of an external shard's `Entered` word: the pool is closed to new entries.
-const CLOSED: u64 = 1 << 63;
-
-/// Shards for threads outside the pool. A power of two, so the index is a mask.
-const EXTERNAL_SHARDS: usize = if cfg!(flock_loom) { 2 } else { 16 };
-
-pub(crate) struct Counters {
-    workers: Box<[CachePadded<Shard>]>,
-    external: Box<[CachePadded<Shard>]>,
-}
-
-impl Counters {
-    pub(crate) fn new(workers: usize) -> Self {
-        Counters {
-            workers: (0..workers)
-                .map(|_| CachePadded::new(Shard::new()))
-                .collect(),
-            external: (0..EXTERNAL_SHARDS)
-                .map(|_| CachePadded::new(Shard::new()))
-                .collect(),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn worker(&self, index: usize) -> &Shard {
-        &self.workers[index]
-    }
-
-    /// The calling thread's external shard.
-    #[inline]
-    pub(crate) fn external(&self) -> &Shard {
-        &self.external[external_index() & (EXTERNAL_SHARDS - 1)]
-    }
-
-    fn all(&self) -> impl Iterator<Item = &Shard> {
-        self.workers
-            .iter()
-            .chain(self.external.iter())
-            .map(|s| &**s)
-    }
-
-    pub(crate) fn sum_proto(&self, c: Proto) -> u64 {
-        self.all().map(|s| s.proto(c)).sum()
-    }
-
-    pub(crate) fn sum_stat(&self, s: Stat) -> u64 {
-        self.all().map(|sh| sh.stat(s)).sum()
-    }
-
-    pub(crate) fn sum_lane(&self, s: LaneStat, lane: usize) -> u64 {
-        self.all().map(|sh| sh.lane_stat(s, lane)).sum()
-    }
-
-    /// Tasks entered and neither finished nor revoked. Zero means: every task whose entry
-    /// happened before this call has finished (or was refused).
-    ///
-    /// Why a sum of unsynchronised shards is exact here: a task's entry is sequenced before
-    /// its push, and its push before the run that counts it finished (the deque's
-    /// Release/Acquire pair), so a finish we count has its entry visible to the later loads;
-    /// likewise a revoke follows its entry on the same thread. Reading all the finished
-    /// counters first, then revoked, then entered, every task counted finished or revoked is
-    /// also counted entered, so the result never underflows and is zero only when nothing
-    /// entered is outstanding.
-    pub(crate) fn outstanding(&self) -> u64 {
-        // SeqCst fence: pairs with the fences of the waiter and finisher paths
-        // (`Registry::wait_quiescent`'s registration, `Registry::after_finish_off_worker`,
-        // `Worker::go_idle`).
-        fence(POrdering::SeqCst);
-        let finished = self.sum_proto(Proto::Completed)
-            + self.sum_proto(Proto::Panicked)
-            + self.sum_proto(Proto::Dropped);
-        let revoked = self.sum_proto(Proto::Revoked);
-        let entered = self.sum_proto(Proto::Entered);
-        debug_assert!(
-            entered >= finished + revoked,
-            "flock: outstanding count underflow"
-        );
-        entered.saturating_sub(finished + revoked)
-    }
-
-    /// Closes every external shard to new entries (the first step of shutdown).
-    pub(crate) fn close_external(&self) {
-        for shard in self.external.iter() {
-            shard.close();
-        }
-    }
-
-    pub(crate) fn worker_shards(&self) -> &[CachePadded<Shard>] {
-        &self.workers
-    }
-}
-
-static NEXT_EXTERNAL: AtomicUsize = AtomicUsize::new(0);
-
-facade_thread_local! {
-    static EXTERNAL_INDEX: Cell<usize> = Cell::new(usize::MAX);
-}
-
-/// A per-thread index, handed out round-robin the first time a thread asks (one RMW per
-/// thread's life, never per submit).
-fn external_index() -> usize {
-    if cfg!(flock_loom) {
-        // The global counter outlives loom's executions, which must replay identically.
-        return 0;
-    }
-    EXTERNAL_INDEX.with(|i| {
-        let mut v = i.get();
-        if v == usize::MAX {
-            v = NEXT_EXTERNAL.fetch_add(1, Ordering::Relaxed);
-            i.set(v);
-        }
-        v
-    })
 }

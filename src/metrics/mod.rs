@@ -8,9 +8,10 @@ mod prometheus;
 
 pub use prometheus::prometheus_text;
 
+use crate::registry::Progress;
 use crate::registry::Registry;
 use crate::sync::Ordering;
-use counters::{LaneStat, Proto, Stat};
+use counters::{LaneStat, Stat};
 use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
 use std::fmt;
 use std::time::Duration;
@@ -323,26 +324,26 @@ impl Registry {
         // counted in `entries` while it is queued); the jobs taken out of bundles so far are
         // on the shards. Read at different moments, so clamp.
         let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
-        let claimed = self.counters.sum_lane(LaneStat::Claimed, i);
+        let claimed = self.shards.sum_lane(LaneStat::Claimed, i);
         let shells = self.lanes[i].shells() as i64;
         (entries as i64 + bundled.wrapping_sub(claimed) as i64 - shells).max(0) as u64
     }
 
     /// Workers whose state is `Running` now, among the slots `Stats::per_worker` shows.
     pub(crate) fn workers_running(&self) -> usize {
-        self.counters
+        self.shards
             .worker_shards()
             .iter()
             .take(self.shown_slots())
-            .filter(|s| s.state() == WorkerState::Running)
+            .filter(|s| s.stats.state() == WorkerState::Running)
             .count()
     }
 
     pub(crate) fn stats(&self) -> Stats {
-        let c = &self.counters;
-        let completed = c.sum_proto(Proto::Completed);
-        let panicked = c.sum_proto(Proto::Panicked);
-        let dropped = c.sum_proto(Proto::Dropped);
+        let c = &self.shards;
+        let completed = c.sum_progress(Progress::Completed);
+        let panicked = c.sum_progress(Progress::Panicked);
+        let dropped = c.sum_progress(Progress::Dropped);
         let stat = |s| c.sum_stat(s);
         // After the ends, as the shards' count: a task that lands in a submitter's ring is
         // counted there (`SharedQueue::push_submitted`).
@@ -365,11 +366,11 @@ impl Registry {
             .map(|(index, s, thread)| WorkerStats {
                 index,
                 pinned_core: self.cfg.cores.as_ref().map(|cores| cores[index]),
-                executed: s.proto(Proto::Completed) + s.proto(Proto::Panicked),
-                panicked: s.proto(Proto::Panicked),
-                stolen: s.stat(Stat::Stolen),
-                parks: s.stat(Stat::Parks),
-                state: s.state(),
+                executed: s.progress.get(Progress::Completed) + s.progress.get(Progress::Panicked),
+                panicked: s.progress.get(Progress::Panicked),
+                stolen: s.stats.stat(Stat::Stolen),
+                parks: s.stats.stat(Stat::Parks),
+                state: s.stats.state(),
                 thread_id: thread.map(|t| t.id),
                 os_thread_id: thread.and_then(|t| t.os_id),
                 native_handle: thread.and_then(|t| t.native),
@@ -402,7 +403,7 @@ impl Registry {
             park_attempts: stat(Stat::ParkAttempts),
             sleep_word_writes: self.sleep.writes_so_far(),
             local_push_wake_checks: stat(Stat::LocalPushWakeChecks),
-            waiters: self.waiters(),
+            waiters: self.quiet.waiters(),
             in_flight,
             queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,

@@ -5,12 +5,13 @@
 //! capacity back. Async submitters wait for room as futures in `src/admit.rs`. An admitted
 //! task goes where its `Route` says (`registry/dispatch.rs`).
 
+use super::quiet::Progress;
+use super::shards::Shard;
 use super::{Registry, RUNNING};
 use crate::builder::Backpressure;
-use crate::metrics::counters::{Proto, Shard, Stat};
-use crate::sync::{canary, Canary, Ordering};
+use crate::metrics::counters::Stat;
+use crate::sync::Ordering;
 use crate::RejectReason;
-use std::time::Instant;
 
 /// Where an admitted task goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,16 +55,16 @@ impl Registry {
     /// capacity, and applies the policy when full. On `Err` the entry is already revoked.
     #[inline]
     pub(crate) fn admit(&self, shard: &Shard, admission: Admission) -> Result<Route, RejectReason> {
-        if !shard.enter_shared() {
+        if !shard.progress.enter_shared() {
             return Err(self.refuse_closed(shard, admission, 1));
         }
         let Some(policy) = admission.policy() else {
             return Ok(Route::Queue { reserved: false });
         };
-        if self.cfg.capacity == usize::MAX {
+        if !self.gate.is_bounded() {
             return Ok(Route::Queue { reserved: false });
         }
-        if self.try_reserve(Ordering::Relaxed) {
+        if self.gate.try_reserve(Ordering::Relaxed) {
             return Ok(Route::Queue { reserved: true });
         }
         self.when_full(shard, policy)
@@ -73,10 +74,10 @@ impl Registry {
     /// waits, but never waiting here. `Ok(None)` when the queue is full: nothing was entered
     /// or counted, and the caller registers for room and tries again.
     pub(crate) fn try_admit_async(&self, shard: &Shard) -> Result<Option<Route>, RejectReason> {
-        let reserved = self.cfg.capacity != usize::MAX;
+        let reserved = self.gate.is_bounded();
         // SeqCst: this is the re-check of sleep/README.md's "Backpressure" handshake (the
         // caller registered its waker before), paired with `release_pending`'s RMW + load.
-        if reserved && !self.try_reserve(Ordering::SeqCst) {
+        if reserved && !self.gate.try_reserve(Ordering::SeqCst) {
             // Shutdown wakes the room wakers after raising the flag: a waiter that
             // registered before that lock is woken, one after it sees the flag here.
             if self.is_shutdown() {
@@ -85,88 +86,13 @@ impl Registry {
             }
             return Ok(None);
         }
-        if !shard.enter_shared() {
+        if !shard.progress.enter_shared() {
             if reserved {
-                self.release_pending(1);
+                self.gate.release_pending(1);
             }
             return Err(self.revoke(shard, RejectReason::Shutdown));
         }
         Ok(Some(Route::Queue { reserved }))
-    }
-
-    /// One unit of `pending`, if below capacity. Relaxed on the fast path: a failed attempt
-    /// is re-made behind the `blocked` handshake (`block_for_room`) before anyone sleeps.
-    ///
-    /// Inline, with everything past a full queue out of line (`undo_reservation`,
-    /// `retry_after_crossing`): it is on every outside submit's path, and as one function
-    /// with its loop and wake it was no longer inlined, 31 instructions a submit (callgrind,
-    /// `instr-submit`: 412 before the low-water mark, 443 after).
-    #[inline]
-    pub(super) fn try_reserve(&self, order: Ordering) -> bool {
-        match self.reserve_or_undo(order) {
-            Reserved::Yes => true,
-            Reserved::Full => false,
-            Reserved::Crossed => self.retry_after_crossing(order),
-        }
-    }
-
-    /// Our undo stood for the release that crossed the mark: wake as it would have, then
-    /// try again (there is room).
-    #[cold]
-    fn retry_after_crossing(&self, order: Ordering) -> bool {
-        loop {
-            self.wake_for_room();
-            match self.reserve_or_undo(order) {
-                Reserved::Yes => return true,
-                Reserved::Full => return false,
-                Reserved::Crossed => {}
-            }
-        }
-    }
-
-    /// Adds a unit to `pending`, kept if it was below capacity, else taken back. The taking
-    /// back is a decrement like a release's: if releases ran between our add and it, it can
-    /// be the one that takes `pending` below the low-water mark (`room_mark`), and then it
-    /// must wake blocked submitters in their stead (`Reserved::Crossed`; sleep/README.md,
-    /// "Backpressure").
-    #[inline]
-    fn reserve_or_undo(&self, order: Ordering) -> Reserved {
-        if self.pending.fetch_add(1, order) < self.cfg.capacity {
-            return Reserved::Yes;
-        }
-        self.undo_reservation()
-    }
-
-    /// `reserve_or_undo`'s add found the queue full: take it back.
-    #[cold]
-    fn undo_reservation(&self) -> Reserved {
-        // SeqCst, as a release's RMW: this may be the crossing decrement, which must see the
-        // `blocked` increment of a submitter whose re-check it follows in `pending`'s order.
-        // The `undo` canary never wakes for the crossing, so that the loom model of
-        // it must hang (scripts/loom.sh).
-        if self.pending.fetch_sub(1, Ordering::SeqCst) == self.mark() && !canary(Canary::Undo) {
-            Reserved::Crossed
-        } else {
-            Reserved::Full
-        }
-    }
-
-    /// The low-water mark (`room_mark`); one lower under the `room` canary of scripts/loom.sh,
-    /// which must then hang `loom_block_wakes_at_the_low_water_mark`.
-    #[inline]
-    fn mark(&self) -> usize {
-        self.room_mark - usize::from(canary(Canary::Room))
-    }
-
-    /// What a decrement of `pending` that crossed the low-water mark owes the blocked
-    /// submitters: under `room_lock`, wake the blocked threads; and wake the async waiters.
-    fn wake_for_room(&self) {
-        // SeqCst: after the caller's SeqCst RMW on `pending` (see `release_pending`).
-        if self.blocked.load(Ordering::SeqCst) > 0 {
-            let _guard = self.room_lock.lock();
-            self.room_cond.notify_all();
-        }
-        self.room_wakers.wake_all();
     }
 
     #[cold]
@@ -178,72 +104,28 @@ impl Registry {
         match policy {
             Backpressure::Reject => Err(self.revoke(shard, RejectReason::Full)),
             Backpressure::CallerRuns => Ok(Route::Caller),
-            Backpressure::SpawnThread if self.try_take_helper_slot() => Ok(Route::Helper),
+            Backpressure::SpawnThread if self.gate.try_take_helper_slot() => Ok(Route::Helper),
             Backpressure::SpawnThread | Backpressure::Block => self.block_for_room(shard),
         }
     }
 
-    fn try_take_helper_slot(&self) -> bool {
-        let max = self.cfg.max_spawned_threads;
-        let mut n = self.helpers_live.load(Ordering::Relaxed);
-        while n < max {
-            match self.helpers_live.compare_exchange_weak(
-                n,
-                n + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => n = now,
-            }
-        }
-        false
-    }
-
     /// Parks the submitter until a unit of capacity frees up, the pool shuts down, or the
-    /// block timeout passes.
+    /// block timeout passes (`Gate::block_for_room`); a refusal revokes the entry.
     #[cold]
     fn block_for_room(&self, shard: &Shard) -> Result<Route, RejectReason> {
-        let deadline = self.cfg.block_timeout.map(|d| Instant::now() + d);
-        // SeqCst: pairs with the SeqCst `pending` RMW + `blocked` load in `release_pending`.
-        self.blocked.fetch_add(1, Ordering::SeqCst);
-        let mut guard = self.room_lock.lock();
-        let mut timed_out = false;
-        let result = loop {
-            // Read under `room_lock`: `begin_shutdown` raises the flag before it takes
-            // `room_lock` to notify, so we either see it here or are waiting when it notifies.
-            if self.shutdown.load(Ordering::SeqCst) != RUNNING {
-                break Err(RejectReason::Shutdown);
-            }
-            match self.reserve_or_undo(Ordering::SeqCst) {
-                Reserved::Yes => break Ok(Route::Queue { reserved: true }),
-                Reserved::Full => {}
-                Reserved::Crossed => {
-                    // As `wake_for_room`: notify under `room_lock`, held already; wake the
-                    // async waiters outside it (a waker is a user's code, and may submit);
-                    // then look again under the lock.
-                    self.room_cond.notify_all();
-                    drop(guard);
-                    self.room_wakers.wake_all();
-                    guard = self.room_lock.lock();
-                    continue;
-                }
-            }
-            if timed_out {
-                break Err(RejectReason::Timeout);
-            }
-            timed_out = !self.room_cond.wait_until(&mut guard, deadline);
-        };
-        drop(guard);
-        self.blocked.fetch_sub(1, Ordering::Relaxed);
-        result.map_err(|reason| self.revoke(shard, reason))
+        // SeqCst, read under `room_lock`: see `Gate::block_for_room` and `begin_shutdown`.
+        let closed = || self.shutdown.load(Ordering::SeqCst) != RUNNING;
+        match self.gate.block_for_room(closed) {
+            Ok(()) => Ok(Route::Queue { reserved: true }),
+            Err(reason) => Err(self.revoke(shard, reason)),
+        }
     }
 
     /// Takes back `n` entries that were not refused, only not needed (a broadcast that found
     /// the pool shut down): no refusal is counted.
     #[cold]
     pub(crate) fn revoke_entries(&self, shard: &Shard, n: u64) {
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         self.after_finish_off_worker();
     }
 
@@ -265,7 +147,7 @@ impl Registry {
         if let Admission::Bounded(_) = admission {
             return self.revoke_n(shard, RejectReason::Shutdown, n);
         }
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         self.after_finish_off_worker();
         RejectReason::Shutdown
     }
@@ -273,7 +155,7 @@ impl Registry {
     /// Takes back `n` entries the pool will not run.
     #[cold]
     pub(super) fn revoke_n(&self, shard: &Shard, reason: RejectReason, n: u64) -> RejectReason {
-        shard.add_shared(Proto::Revoked, n);
+        shard.progress.add_shared(Progress::Revoked, n);
         Registry::count_refused_on(shard, reason, n);
         self.after_finish_off_worker();
         reason
@@ -283,7 +165,7 @@ impl Registry {
     /// handed back with its refused head).
     #[cold]
     pub(crate) fn count_refused(&self, reason: RejectReason, n: u64) {
-        Registry::count_refused_on(self.counters.external(), reason, n);
+        Registry::count_refused_on(self.shards.external(), reason, n);
     }
 
     fn count_refused_on(shard: &Shard, reason: RejectReason, n: u64) {
@@ -294,85 +176,6 @@ impl Registry {
             // Refused before anything is entered (`Pool::submit_to`), counted from there.
             RejectReason::UnknownLane => Stat::RejectedUnknownLane,
         };
-        shard.stat_shared(stat, n);
+        shard.stats.stat_shared(stat, n);
     }
-
-    /// Up to `k` units of `pending`, as many as fit below capacity.
-    pub(super) fn try_reserve_up_to(&self, k: usize) -> usize {
-        if self.cfg.capacity == usize::MAX {
-            return k;
-        }
-        let mut now = self.pending.load(Ordering::Relaxed);
-        loop {
-            let take = k.min(self.cfg.capacity.saturating_sub(now));
-            if take == 0 {
-                return 0;
-            }
-            match self.pending.compare_exchange_weak(
-                now,
-                now + take,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return take,
-                Err(seen) => now = seen,
-            }
-        }
-    }
-
-    /// Gives back `n` units of `pending`, and wakes blocked submitters if this took it from
-    /// at or above the low-water mark (`room_mark`) to below it.
-    ///
-    /// Only that crossing can matter: a blocked submitter saw `pending >= capacity` (at or
-    /// above the mark) in its re-check, and `pending` only falls below the mark through a
-    /// decrement whose previous value was at or above it: this release, or the undo of a
-    /// failed reservation, which then wakes in its stead (`reserve_or_undo`). Waking on every
-    /// release instead made 100 blocked submitters thrash on `room_lock` once per task (the
-    /// 100u-10Kt benchmark: 8× slower); waking at the first room, one submitter that keeps the
-    /// queue full slept and woke once per worker flush.
-    pub(crate) fn release_pending(&self, n: usize) {
-        // SeqCst RMW then SeqCst load: pairs with `block_for_room`'s `blocked` increment and
-        // its re-check of `pending` (RMWs on `pending` are totally ordered; the one that reads
-        // the other's value synchronises with it).
-        let prev = self.pending.fetch_sub(n, Ordering::SeqCst);
-        let mark = self.mark();
-        if prev >= mark && prev - n < mark {
-            self.wake_for_room();
-        }
-    }
-}
-
-#[cfg(all(test, flock_loom))]
-impl Registry {
-    /// Units of `pending` taken now, for the loom models' checks.
-    pub(crate) fn pending_units(&self) -> usize {
-        // SeqCst: a model's check after the threads it looks at have joined, or of its own
-        // thread's effects; it orders nothing else.
-        self.pending.load(Ordering::SeqCst)
-    }
-}
-
-/// What `reserve_or_undo` did.
-enum Reserved {
-    /// A unit is ours.
-    Yes,
-    /// The queue was full, and our undo left `pending` where the next release will wake.
-    Full,
-    /// The queue was full, but releases ran meanwhile and our undo took `pending` below the
-    /// low-water mark: no release will wake the blocked submitters for that crossing, we must.
-    Crossed,
-}
-
-/// A blocked submitter sleeps until `pending` falls below `capacity - capacity / ROOM_SLACK`
-/// (`room_mark`). Two under loom, so that the models' capacities of 2 to 4 have a mark below
-/// capacity and go through it.
-const ROOM_SLACK: usize = if cfg!(flock_loom) { 2 } else { 32 };
-
-/// Where `release_pending` wakes blocked submitters (sleep/README.md, "Backpressure"):
-/// `capacity - capacity / 32`, so below 32 at the first room, as before. A submitter that
-/// keeps the queue full then sleeps and wakes once per `capacity / 32` tasks started, not once
-/// per flush of a worker (`flush_threshold`, at most 64): `cpu-1us`'s submitter went from
-/// ~1,250 context switches a run to ~55 (`drain_probe cpu`).
-pub(super) fn room_mark(capacity: usize) -> usize {
-    capacity - capacity / ROOM_SLACK
 }

@@ -3,10 +3,12 @@
 //! submitting thread (`CallerRuns`); or a helper thread. Tasks run off the workers are
 //! tracked per thread (`OFF_WORKER`). Workers take queued tasks up in `worker/find.rs`.
 
+use super::quiet::Progress;
+use super::shards::Shard;
 use super::{Admission, Registry, Route};
 use crate::frames;
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
-use crate::metrics::counters::{LaneStat, Proto, Shard, Stat};
+use crate::metrics::counters::{LaneStat, Stat};
 use crate::sync::thread;
 use crate::sync::{Arc, Mutex, Ordering};
 use crate::RejectReason;
@@ -64,18 +66,18 @@ impl Registry {
         if k == 0 {
             return Ok(0);
         }
-        let shard = this.counters.external();
-        if !shard.enter_shared_n(k as u64) {
+        let shard = this.shards.external();
+        if !shard.progress.enter_shared_n(k as u64) {
             return Err(this.refuse_closed(shard, admission, k as u64));
         }
         let policy = admission
             .policy()
             .expect("flock: a batch from outside is bounded");
-        let reserved = this.try_reserve_up_to(k);
+        let reserved = this.gate.try_reserve_up_to(k);
         // Counted before any is queued, as `dispatch` does: a reader that sees a task end
         // sees its acceptance.
         if reserved > 0 {
-            shard.stat_shared(Stat::Submitted, reserved as u64);
+            shard.stats.stat_shared(Stat::Submitted, reserved as u64);
             this.count_lane_submitted(shard, lane, reserved as u64);
         }
         let stamp = this.latency.as_ref().map(|_| this.now_ns());
@@ -88,11 +90,11 @@ impl Registry {
         for (i, item) in items.by_ref().enumerate() {
             let route = if i < reserved {
                 Route::Queue {
-                    reserved: this.cfg.capacity != usize::MAX,
+                    reserved: this.gate.is_bounded(),
                 }
             } else {
                 // Past what fitted: one at a time, as `admit` does (the entry is made).
-                let route = if this.try_reserve(Ordering::Relaxed) {
+                let route = if this.gate.try_reserve(Ordering::Relaxed) {
                     Ok(Route::Queue { reserved: true })
                 } else {
                     // Whatever is admitted so far may be what frees the room: queue it and
@@ -102,7 +104,7 @@ impl Registry {
                 };
                 match route {
                     Ok(route) => {
-                        shard.stat_shared(Stat::Submitted, 1);
+                        shard.stats.stat_shared(Stat::Submitted, 1);
                         this.count_lane_submitted(shard, lane, 1);
                         route
                     }
@@ -253,7 +255,7 @@ impl Registry {
 
     fn count_lane_submitted(&self, shard: &Shard, lane: usize, n: u64) {
         if self.lanes.len() > 1 {
-            shard.lane_shared(LaneStat::Submitted, lane, n);
+            shard.stats.lane_shared(LaneStat::Submitted, lane, n);
         }
     }
 
@@ -286,7 +288,7 @@ impl Registry {
             // on `shard`.
             return this.enqueue(lane, reserved, stamp, Some(shard), make);
         }
-        shard.stat_shared(Stat::Submitted, 1);
+        shard.stats.stat_shared(Stat::Submitted, 1);
         Registry::dispatch_counted(this, shard, route, make().tag(0, stamp), lane);
     }
 
@@ -325,7 +327,7 @@ impl Registry {
         match route {
             Route::Queue { reserved } => this.enqueue(lane, reserved, None, None, || job),
             Route::Caller => {
-                shard.stat_shared(Stat::CallerRuns, 1);
+                shard.stats.stat_shared(Stat::CallerRuns, 1);
                 this.run_off_worker(shard, job, lane);
             }
             Route::Helper => Registry::run_on_helper(this, shard, job, lane),
@@ -358,12 +360,12 @@ impl Registry {
         };
         let end = frames::enter(frame, || {
             match catch_unwind(AssertUnwindSafe(|| job.run())) {
-                Ok(Outcome::Done) => Some(Proto::Completed),
-                Ok(Outcome::Panicked) => Some(Proto::Panicked),
+                Ok(Outcome::Done) => Some(Progress::Completed),
+                Ok(Outcome::Panicked) => Some(Progress::Panicked),
                 Ok(Outcome::Skipped) => None,
                 Err(payload) => {
                     self.report_panic(None, payload);
-                    Some(Proto::Panicked)
+                    Some(Progress::Panicked)
                 }
             }
         });
@@ -379,24 +381,24 @@ impl Registry {
                 shard.run.record_shared(self.now_ns().saturating_sub(start));
             }
             if self.lanes.len() > 1 {
-                shard.lane_shared(LaneStat::Executed, lane, 1);
+                shard.stats.lane_shared(LaneStat::Executed, lane, 1);
             }
-            shard.add_shared(end, 1);
+            shard.progress.add_shared(end, 1);
         }
         self.after_finish_off_worker();
     }
 
     #[cold]
     fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job, lane: usize) {
-        shard.stat_shared(Stat::SpawnedThread, 1);
+        shard.stats.stat_shared(Stat::SpawnedThread, 1);
         let slot = std::sync::Arc::new(Mutex::new(Some(job)));
         let theirs = slot.clone();
         let registry = this.clone();
         let spawned = thread::spawn("flock-helper".into(), None, move || {
             if let Some(job) = theirs.lock().take() {
-                registry.run_off_worker(registry.counters.external(), job, lane);
+                registry.run_off_worker(registry.shards.external(), job, lane);
             }
-            registry.helpers_live.fetch_sub(1, Ordering::AcqRel);
+            registry.gate.give_back_helper_slot();
         });
         match spawned {
             Ok(handle) => {
@@ -406,7 +408,7 @@ impl Registry {
             }
             Err(_) => {
                 // The OS refused a thread: run the task here rather than lose it.
-                this.helpers_live.fetch_sub(1, Ordering::AcqRel);
+                this.gate.give_back_helper_slot();
                 if let Some(job) = slot.lock().take() {
                     this.run_off_worker(shard, job, lane);
                 }

@@ -5,7 +5,8 @@
 
 use super::{RunMode, WorkerThread};
 use crate::job::{Job, JobRef, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
-use crate::metrics::counters::{LaneStat, Proto, Stat, WorkerState};
+use crate::metrics::counters::{LaneStat, Stat, WorkerState};
+use crate::registry::Progress;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 impl WorkerThread {
@@ -18,10 +19,10 @@ impl WorkerThread {
         // by workers").
         self.credit().settle();
         let shard = self.shard();
-        shard.set_state(WorkerState::Running);
+        shard.stats.set_state(WorkerState::Running);
         let flags = job.flags();
         if flags & INJECTED != 0 {
-            shard.stat_owned(Stat::FromInjector, 1);
+            shard.stats.stat_owned(Stat::FromInjector, 1);
         }
         if flags & RESERVED != 0 {
             self.note_reservation_started();
@@ -57,12 +58,12 @@ impl WorkerThread {
             self.credit().settle();
         }
         let shard = self.shard();
-        shard.set_state(WorkerState::Running);
+        shard.stats.set_state(WorkerState::Running);
         // Both kinds catch their own panics; this only keeps a bug there from unwinding
         // through the worker loop.
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
         if let (true, Some(end)) = (counted, self.end_of(result)) {
-            shard.add_owned(end, 1);
+            shard.progress.add_owned(end, 1);
         }
     }
 
@@ -72,7 +73,7 @@ impl WorkerThread {
     fn run_plain(&self, job: Job, counted: bool) {
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
         if let (true, Some(end)) = (counted, self.end_of(result)) {
-            self.shard().add_owned(end, 1);
+            self.shard().progress.add_owned(end, 1);
         }
     }
 
@@ -118,20 +119,20 @@ impl WorkerThread {
         }
         // After the histograms, as in `run_tracked`: a reader that sees the task end sees
         // its times.
-        self.shard().add_owned(end, 1);
+        self.shard().progress.add_owned(end, 1);
     }
 
     /// How a run ended, for the counters (`None`: it was skipped); a panic that escaped the
     /// job is reported.
     #[inline]
-    fn end_of(&self, result: std::thread::Result<Outcome>) -> Option<Proto> {
+    fn end_of(&self, result: std::thread::Result<Outcome>) -> Option<Progress> {
         match result {
-            Ok(Outcome::Done) => Some(Proto::Completed),
-            Ok(Outcome::Panicked) => Some(Proto::Panicked),
+            Ok(Outcome::Done) => Some(Progress::Completed),
+            Ok(Outcome::Panicked) => Some(Progress::Panicked),
             Ok(Outcome::Skipped) => None,
             Err(payload) => {
                 self.registry.report_panic(Some(self.index), payload);
-                Some(Proto::Panicked)
+                Some(Progress::Panicked)
             }
         }
     }
@@ -161,7 +162,7 @@ impl WorkerThread {
         let Some(start) = start else {
             self.clock.set_nested_ns(outer.nested_ns);
             if let (true, Some(end)) = (counted, end) {
-                shard.add_owned(end, 1);
+                shard.progress.add_owned(end, 1);
             }
             return;
         };
@@ -180,12 +181,12 @@ impl WorkerThread {
             let own = total.saturating_sub(inner_ns);
             self.charge(lane, own);
             if counted_end.is_some() {
-                shard.lane_owned(LaneStat::Executed, lane, 1);
-                shard.lane_owned(LaneStat::BusyNs, lane, own);
+                shard.stats.lane_owned(LaneStat::Executed, lane, 1);
+                shard.stats.lane_owned(LaneStat::BusyNs, lane, own);
             }
         }
         if let Some(end) = counted_end {
-            shard.add_owned(end, 1);
+            shard.progress.add_owned(end, 1);
         }
     }
 
@@ -193,24 +194,24 @@ impl WorkerThread {
     #[cold]
     fn discard(&self, job: Job) {
         if job.discard_counted() {
-            // In this order: see `note_dropped_by_shutdown`.
-            self.registry.note_dropped_by_shutdown();
-            self.shard().add_owned(Proto::Dropped, 1);
+            // In this order: see `Quiet::note_dropped_by_shutdown`.
+            self.registry.quiet.note_dropped_by_shutdown();
+            self.shard().progress.add_owned(Progress::Dropped, 1);
         }
     }
 
     /// A reserved task started here: its unit of capacity is given back with the next lot
     /// (`flush_threshold` units, or when this worker runs out of work).
     pub(crate) fn note_reservation_started(&self) {
-        if let Some(n) = self.units.add_one(self.registry.flush_threshold) {
-            self.registry.release_pending(n);
+        if let Some(n) = self.units.add_one(self.registry.gate.flush_threshold()) {
+            self.registry.gate.release_pending(n);
         }
     }
 
     pub(super) fn flush_reservations(&self) {
         let n = self.units.take_all();
         if n > 0 {
-            self.registry.release_pending(n);
+            self.registry.gate.release_pending(n);
         }
     }
 }

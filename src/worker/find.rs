@@ -96,7 +96,7 @@ impl WorkerThread {
     /// ~50 instructions (callgrind, scripts/callgrind.sh: 380.6 against 358.9 now).
     #[inline(never)]
     fn find_work_beyond_own(&self) -> Option<(Job, usize)> {
-        self.shard().stat_owned(Stat::Searches, 1);
+        self.shard().stats.stat_owned(Stat::Searches, 1);
         // Our join deque (see `pop_join_as_job`).
         if let Some(found) = self.pop_join_as_job() {
             return Some(found);
@@ -284,7 +284,7 @@ impl WorkerThread {
     }
 
     fn count_claim(&self, lane: usize) {
-        self.shard().lane_owned(LaneStat::Claimed, lane, 1);
+        self.shard().stats.lane_owned(LaneStat::Claimed, lane, 1);
     }
 
     /// `flock::yield_to_lanes` on this worker, from inside a task of the running lane: while
@@ -383,7 +383,7 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
-                self.shard().stat_owned(Stat::VictimsScanned, 1);
+                self.shard().stats.stat_owned(Stat::VictimsScanned, 1);
                 // Its join halves first: the oldest is the largest piece of a divide and
                 // conquer still unclaimed (rayon's thieves take it from the same end).
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
@@ -393,7 +393,7 @@ impl WorkerThread {
                 if !joins.is_empty() {
                     match joins.steal() {
                         Steal::Success(job) => {
-                            self.shard().stat_owned(Stat::Stolen, 1);
+                            self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job.into_job(), 0));
                         }
                         Steal::Retry => retry = true,
@@ -405,7 +405,7 @@ impl WorkerThread {
                     // the rest of its deque, and the count is exact.
                     match reg.stealers[victim * lanes + lane].steal() {
                         Steal::Success(job) => {
-                            self.shard().stat_owned(Stat::Stolen, 1);
+                            self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job, lane));
                         }
                         Steal::Retry => retry = true,
@@ -414,7 +414,7 @@ impl WorkerThread {
                 }
             }
             if !retry {
-                self.shard().stat_owned(Stat::FailedSteals, 1);
+                self.shard().stats.stat_owned(Stat::FailedSteals, 1);
                 return None;
             }
             std::hint::spin_loop();

@@ -5,7 +5,8 @@
 
 use super::WorkerThread;
 use crate::job::{Job, JobRef};
-use crate::metrics::counters::{LaneStat, Proto, Stat};
+use crate::metrics::counters::{LaneStat, Stat};
+use crate::registry::Progress;
 
 impl WorkerThread {
     /// Pushes a job onto this worker's own deque of the running task's lane: no lock, no
@@ -13,7 +14,7 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn push_local(&self, job: Job) {
         self.locals[self.clock.lane()].push(job);
-        self.shard().stat_owned(Stat::LocalPushes, 1);
+        self.shard().stats.stat_owned(Stat::LocalPushes, 1);
         self.notify_local_work();
     }
 
@@ -30,7 +31,7 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn push_join(&self, job: JobRef) {
         self.joins.push(job);
-        self.shard().stat_owned(Stat::LocalPushes, 1);
+        self.shard().stats.stat_owned(Stat::LocalPushes, 1);
         self.notify_local_work();
     }
 
@@ -62,10 +63,10 @@ impl WorkerThread {
         debug_assert!(self.spawns_by_ref() && job.counted());
         let shard = self.shard();
         // Entered before the push, as in `submit_local` (a thief may run it at once).
-        shard.add_owned(Proto::Entered, 1);
-        shard.stat_owned(Stat::Submitted, 1);
+        shard.progress.add_owned(Progress::Entered, 1);
+        shard.stats.stat_owned(Stat::Submitted, 1);
         self.joins.push(job);
-        shard.stat_owned(Stat::LocalPushes, 1);
+        shard.stats.stat_owned(Stat::LocalPushes, 1);
         self.notify_local_work();
     }
 
@@ -96,14 +97,14 @@ impl WorkerThread {
             job.stamp(reg.now_ns());
         }
         let shard = self.shard();
-        shard.add_owned(Proto::Entered, 1);
-        shard.stat_owned(Stat::Submitted, 1);
+        shard.progress.add_owned(Progress::Entered, 1);
+        shard.stats.stat_owned(Stat::Submitted, 1);
         let lane = self.local_lane(lane);
         if self.locals.len() > 1 {
-            shard.lane_owned(LaneStat::Submitted, lane, 1);
+            shard.stats.lane_owned(LaneStat::Submitted, lane, 1);
         }
         self.locals[lane].push(job);
-        shard.stat_owned(Stat::LocalPushes, 1);
+        shard.stats.stat_owned(Stat::LocalPushes, 1);
         self.notify_local_work();
     }
 
@@ -125,7 +126,7 @@ impl WorkerThread {
                 job.stamp(t);
             }
             // Entered before the push, as in `submit_local` (a thief may run it at once).
-            shard.add_owned(Proto::Entered, 1);
+            shard.progress.add_owned(Progress::Entered, 1);
             self.locals[lane].push(job);
             // Each push announced before the iterator, the caller's code, runs again: it
             // may block until a task it yielded before has run (a channel, a lock), and with
@@ -134,10 +135,10 @@ impl WorkerThread {
             self.notify_local_work();
             n += 1;
         }
-        shard.stat_owned(Stat::Submitted, n as u64);
-        shard.stat_owned(Stat::LocalPushes, n as u64);
+        shard.stats.stat_owned(Stat::Submitted, n as u64);
+        shard.stats.stat_owned(Stat::LocalPushes, n as u64);
         if self.locals.len() > 1 {
-            shard.lane_owned(LaneStat::Submitted, lane, n as u64);
+            shard.stats.lane_owned(LaneStat::Submitted, lane, n as u64);
         }
         // Then as many sleepers as there are jobs beyond the searchers, woken together
         // (`notify_new_work_n`, F1 and the state test): the pushes above woke at most one,
@@ -153,7 +154,7 @@ impl WorkerThread {
     #[inline]
     fn notify_local_work(&self) {
         if self.registry.sleep.notify_local_work() {
-            self.shard().stat_owned(Stat::LocalPushWakeChecks, 1);
+            self.shard().stats.stat_owned(Stat::LocalPushWakeChecks, 1);
         }
     }
 

@@ -152,8 +152,8 @@ impl WorkerThread {
         if !latch.get_sleepy() {
             return searching; // set meanwhile: the loop's probe returns
         }
-        self.shard().set_state(WorkerState::Parked);
-        self.shard().stat_owned(Stat::ParkAttempts, 1);
+        self.shard().stats.set_state(WorkerState::Parked);
+        self.shard().stats.stat_owned(Stat::ParkAttempts, 1);
         sleep.announce_parked(self.index, searching);
         // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
         // wakes us; work pushed before our announcement is visible to the re-check.
@@ -164,13 +164,13 @@ impl WorkerThread {
                 sleep.park(self.index); // a waker chose us: consume its token
             }
         } else {
-            self.shard().stat_owned(Stat::Parks, 1);
+            self.shard().stats.stat_owned(Stat::Parks, 1);
             sleep.park(self.index);
-            self.shard().stat_owned(Stat::Wakeups, 1);
+            self.shard().stats.stat_owned(Stat::Wakeups, 1);
             latch.wake_up();
         }
         // Still inside the task that waits: it is running again.
-        self.shard().set_state(WorkerState::Running);
+        self.shard().stats.set_state(WorkerState::Running);
         true
     }
 
