@@ -1,96 +1,24 @@
 //! Async admission: [`Pool::submit_async`] and [`Pool::spawn_async`] wait for room in a full
 //! queue as futures, where `submit` and `spawn` would block the calling thread (or refuse).
 //!
-//! A waiting future registers its waker in the pool's [`RoomWakers`], then tries again; the
-//! worker that gives capacity back while the queue was full wakes every registered waker
+//! A waiting future registers its waker in the pool's
+//! [`RoomWakers`](crate::wakers::RoomWakers), then tries again; the worker that gives
+//! capacity back while the queue was full wakes every registered waker
 //! (`Gate::release_pending`), and so does a shutdown. Why no wake is lost is in
 //! `sleep/README.md`, "Backpressure". Wakers are woken outside every lock and through
-//! `unwind::wake_guarded`, so one that panics cannot keep the others asleep.
+//! `wakers::wake_guarded`, so one that panics cannot keep the others asleep.
 
 use crate::job::Job;
 use crate::pool::{fire_and_forget, Pool};
 use crate::registry::{Registry, Route};
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-use crate::unwind::wake_guarded;
+use crate::sync::Arc;
 use crate::worker::with_current;
 use crate::{LaneId, RejectReason, SubmitError};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
-
-/// The wakers of async submitters waiting for room.
-pub(crate) struct RoomWakers {
-    /// How many wakers `list` holds, readable without the lock: `wake_all` takes the lock
-    /// only when it is non-zero.
-    count: AtomicUsize,
-    list: Mutex<RoomList>,
-}
-
-struct RoomList {
-    next_id: u64,
-    wakers: Vec<(u64, Waker)>,
-}
-
-impl RoomWakers {
-    pub(crate) fn new() -> RoomWakers {
-        RoomWakers {
-            count: AtomicUsize::new(0),
-            list: Mutex::new(RoomList {
-                next_id: 0,
-                wakers: Vec::new(),
-            }),
-        }
-    }
-
-    /// Stores `waker` under `*id` (given a new id the first time), replacing the one stored
-    /// before unless it wakes the same task.
-    pub(crate) fn register(&self, id: &mut Option<u64>, waker: &Waker) {
-        let mut list = self.list.lock();
-        let key = *id.get_or_insert_with(|| {
-            list.next_id += 1;
-            list.next_id
-        });
-        match list.wakers.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, w)) if w.will_wake(waker) => {}
-            Some((_, w)) => *w = waker.clone(),
-            None => {
-                list.wakers.push((key, waker.clone()));
-                // SeqCst RMW, before the caller's re-check: pairs with the SeqCst load in
-                // `wake_all` (sleep/README.md, "Backpressure").
-                self.count.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// Removes the waker stored under `id`, if a wake has not taken it already.
-    pub(crate) fn unregister(&self, id: u64) {
-        let mut list = self.list.lock();
-        if let Some(pos) = list.wakers.iter().position(|(k, _)| *k == id) {
-            list.wakers.swap_remove(pos);
-            self.count.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Wakes every registered waiter: the queue went from full to not full, or the pool is
-    /// shutting down. Each woken future tries again and registers again if it loses.
-    pub(crate) fn wake_all(&self) {
-        // SeqCst: after the caller's SeqCst `pending` RMW (or shutdown store); pairs with the
-        // increment in `register`.
-        if self.count.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let woken = {
-            let mut list = self.list.lock();
-            self.count.store(0, Ordering::Relaxed);
-            std::mem::take(&mut list.wakers)
-        };
-        // Outside the lock, each caught: a waker that panics neither unwinds into our caller
-        // (a worker, a shutdown) nor keeps the others from being woken.
-        wake_guarded(woken.into_iter().map(|(_, waker)| waker));
-    }
-}
+use std::task::{Context, Poll};
 
 /// A future's place among the waiters for room: its id in `RoomWakers` while registered.
 struct Waiting<'a> {

@@ -1,7 +1,7 @@
 //! [`Pool::broadcast`]: a closure run once on every worker, for per-thread set-up and
 //! per-thread buffers.
 //!
-//! Each worker slot has a [`Mailbox`]: jobs for that worker only, never stolen. The caller
+//! Each worker slot has a mailbox (`mailbox.rs`): jobs for that worker only, never stolen. The caller
 //! picks the slots whose thread runs (`Running`, under the `slots` lock: a slot still
 //! starting is not picked, since its thread may never come, nor one that has begun to
 //! retire, and one picked cannot leave without running its job on that thread), enters one
@@ -19,68 +19,8 @@ use crate::pool::Pool;
 use crate::registry::SlotState;
 use crate::sync::{canary, AtomicUsize, Canary, Mutex, Ordering};
 use crate::unwind::drop_payload;
-use crossbeam_utils::CachePadded;
 use std::any::Any;
-use std::collections::VecDeque;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-
-/// Per worker slot, the broadcast jobs addressed to it.
-pub(crate) struct Mailboxes {
-    boxes: Box<[CachePadded<Mailbox>]>,
-}
-
-struct Mailbox {
-    jobs: Mutex<VecDeque<Job>>,
-    /// `jobs.len()`, readable without the lock: `find_work` reads it on every look.
-    len: AtomicUsize,
-}
-
-impl Mailboxes {
-    pub(crate) fn new(slots: usize) -> Mailboxes {
-        Mailboxes {
-            boxes: (0..slots)
-                .map(|_| {
-                    CachePadded::new(Mailbox {
-                        jobs: Mutex::new(VecDeque::new()),
-                        len: AtomicUsize::new(0),
-                    })
-                })
-                .collect(),
-        }
-    }
-
-    /// Whether slot `index` has a job waiting. Relaxed: the re-check before parking is
-    /// ordered against `put` by the `sleepers` lock (see the README).
-    #[inline]
-    pub(crate) fn has(&self, index: usize) -> bool {
-        self.boxes[index].len.load(Ordering::Relaxed) != 0
-    }
-
-    /// The oldest job for slot `index`, if any.
-    #[inline]
-    pub(crate) fn take(&self, index: usize) -> Option<Job> {
-        if !self.has(index) {
-            return None;
-        }
-        self.take_cold(index)
-    }
-
-    #[cold]
-    fn take_cold(&self, index: usize) -> Option<Job> {
-        let mailbox = &self.boxes[index];
-        let mut jobs = mailbox.jobs.lock();
-        let job = jobs.pop_front();
-        mailbox.len.store(jobs.len(), Ordering::Relaxed);
-        job
-    }
-
-    fn put(&self, index: usize, job: Job) {
-        let mailbox = &self.boxes[index];
-        let mut jobs = mailbox.jobs.lock();
-        jobs.push_back(job);
-        mailbox.len.store(jobs.len(), Ordering::Relaxed);
-    }
-}
 
 /// One broadcast, on its caller's stack until every job has run.
 struct Broadcast<'f, F, R> {

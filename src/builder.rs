@@ -1,5 +1,6 @@
 //! `PoolBuilder`: every knob, checked before a thread starts.
 
+use crate::config::{Backpressure, Config, IndexFn, NameFn, PanicFn};
 use crate::lane::MAX_LANES;
 use crate::pin;
 use crate::registry::Registry;
@@ -9,32 +10,6 @@ use crate::unwind::TaskPanic;
 use crate::{BuildError, Pool, ResizeError};
 use std::fmt;
 use std::time::Duration;
-
-/// What `submit` does when the queue is at capacity.
-///
-/// ```
-/// use flock::{Backpressure, Pool};
-/// let pool = Pool::builder().capacity(1024).when_full(Backpressure::CallerRuns).build().unwrap();
-/// pool.submit(|| ()).unwrap();
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Backpressure {
-    /// Wait for room without spinning (the default), up to
-    /// [`block_timeout`](PoolBuilder::block_timeout) if one is set. A submit that found the
-    /// queue full sleeps until it has drained below `capacity - capacity / 32` (with a
-    /// capacity under 32: until there is room), so that a thread that keeps the queue full
-    /// wakes once per `capacity / 32` tasks started, not once per task; the workers have
-    /// that many queued meanwhile.
-    #[default]
-    Block,
-    /// Hand the task back at once in a [`SubmitError`](crate::SubmitError).
-    Reject,
-    /// Run the task on the submitting thread, which slows the producer down (Java's policy).
-    CallerRuns,
-    /// Run the task on a new thread, at most
-    /// [`max_spawned_threads`](PoolBuilder::max_spawned_threads) at once; beyond that, block.
-    SpawnThread,
-}
 
 /// The default bound on queued tasks.
 ///
@@ -54,11 +29,6 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// # drop(pool);
 /// ```
 pub const DEFAULT_SPIN_LIMIT: u32 = 20;
-
-// Callbacks are configuration, not protocol: std's `Arc` (loom's cannot hold `dyn`).
-type IndexFn = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
-pub(crate) type NameFn = std::sync::Arc<dyn Fn(usize) -> String + Send + Sync>;
-type PanicFn = std::sync::Arc<dyn Fn(TaskPanic) + Send + Sync>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pinning {
@@ -109,35 +79,6 @@ pub struct PoolBuilder {
     /// injector, whose state space they were sized for (with rings, one of them ran past
     /// 14 minutes where the whole suite took 8).
     loom_rings: bool,
-}
-
-/// The checked configuration the registry runs on.
-pub(crate) struct Config {
-    /// Workers at build time (the control word, `Registry::workers`, holds the current number).
-    pub(crate) workers: usize,
-    /// Worker slots: the most workers `resize` may ask for.
-    pub(crate) max_workers: usize,
-    pub(crate) capacity: usize,
-    pub(crate) when_full: Backpressure,
-    pub(crate) block_timeout: Option<Duration>,
-    pub(crate) spin_limit: u32,
-    pub(crate) cores: Option<Vec<usize>>,
-    pub(crate) on_worker_start: Option<IndexFn>,
-    pub(crate) on_worker_stop: Option<IndexFn>,
-    pub(crate) panic_handler: Option<PanicFn>,
-    pub(crate) max_spawned_threads: usize,
-    pub(crate) track_latency: bool,
-    /// `(name, weight)` of each lane; at least one.
-    pub(crate) lanes: Vec<(String, u32)>,
-    /// Whether a pool whose lanes differ in weight has a lane reserve.
-    pub(crate) lane_reserve: bool,
-    /// Whether parking workers may use the membarrier, so that pushes skip their fence.
-    pub(crate) membarrier: bool,
-    pub(crate) fifo: bool,
-    /// Submitter rings per lane (`submitq.rs`).
-    pub(crate) submit_rings: usize,
-    pub(crate) thread_name: NameFn,
-    pub(crate) stack_size: Option<usize>,
 }
 
 impl Default for PoolBuilder {

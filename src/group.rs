@@ -7,12 +7,12 @@
 //! task can end reaches the count through one `Drop`, and no path has to remember it. The
 //! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
 
-use crate::admit::RoomWakers;
 use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::wakers::RoomWakers;
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
 use std::mem::ManuallyDrop;

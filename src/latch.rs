@@ -13,11 +13,18 @@
 //! protected until its function returns, and freeing its memory before then is undefined
 //! behaviour; Miri's Stacked Borrows caught that twice). An `&AtomicUsize` has no bytes
 //! outside its `UnsafeCell`, so the swap through it is sound.
+//!
+//! A scope waits on a [`CountLatch`]: a count of its tasks whose last release sets the
+//! latch. A worker keeps the units of the scope tasks that ended on it for its next spawns
+//! into that scope ([`Credit`]) and gives them back by the same release.
 
+use crate::job::JobRef;
 use crate::registry::Registry;
 use crate::sync::thread::{self, Thread};
-use crate::sync::{Arc, AtomicUsize, Ordering};
+use crate::sync::{canary, Arc, AtomicUsize, Canary, Ordering};
 use crate::worker::WorkerThread;
+use std::cell::Cell;
+use std::ptr;
 
 const UNSET: usize = 0;
 /// The waiter is about to park (listed or listing itself as a sleeper).
@@ -274,7 +281,7 @@ impl Wake {
             Wake::Shared(registry, index) => registry.sleep.wake_specific(index),
             Wake::Thread(t) => t.unpark(),
             // A user's: its panic is caught and reported, the task's outcome unchanged.
-            Wake::Waker(w) => crate::unwind::wake_guarded([w]),
+            Wake::Waker(w) => crate::wakers::wake_guarded([w]),
         }
     }
 }
@@ -303,6 +310,153 @@ pub(crate) fn wait(latch: &Latch) {
         Some(w) => w.wait_until(latch),
         None => latch.wait_blocking(),
     });
+}
+
+/// A count of units whose last release opens a latch and wakes its owner: a scope's tasks
+/// not yet finished, plus one for its body while it runs (`Scope`), some of them kept by
+/// workers after the tasks ended there (`Credit`).
+pub(crate) struct CountLatch {
+    /// Tasks not yet finished, plus one for the scope's body while it runs.
+    pending: AtomicUsize,
+    latch: Latch,
+    /// The thread that runs the body and waits at the end: the latch's setter wakes it.
+    owner: Owner,
+}
+
+impl CountLatch {
+    /// A count of one (the scope's body), waited for by `owner`.
+    pub(crate) fn new(owner: Owner) -> CountLatch {
+        CountLatch {
+            pending: AtomicUsize::new(1),
+            latch: Latch::new(),
+            owner,
+        }
+    }
+
+    /// One more unit, for a new task. The caller holds a unit of its own (the body's, or
+    /// that of the task calling it).
+    #[inline]
+    pub(crate) fn add_unit(&self) {
+        // Relaxed: the count cannot reach zero concurrently, because the body (or the task
+        // calling us) still holds its own unit.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `units` units of `pending` are given back; the last one opens the latch.
+    ///
+    /// # Safety
+    /// The caller holds `units` units of `pending`, which keep the scope alive until this
+    /// call.
+    pub(crate) unsafe fn release(this: *const CountLatch, units: usize) {
+        // SAFETY: our units keep the scope alive until the decrement; only the last unit's
+        // holder touches the scope after it, and the owner waits for that one's latch.
+        unsafe {
+            // AcqRel: the last decrement acquires every other task's writes (their Release
+            // decrements, and those of workers giving back units kept after their tasks
+            // ended) before opening the latch for the scope's owner.
+            if (*this).pending.fetch_sub(units, Ordering::AcqRel) == units {
+                set_and_wake(&(*this).latch, &(*this).owner);
+            }
+        }
+    }
+
+    /// Waits for the last unit's release (the owner, the current thread: see `wait`).
+    pub(crate) fn wait(&self) {
+        wait(&self.latch);
+    }
+
+    /// The units not yet given back, for `Debug`.
+    pub(crate) fn pending(&self) -> usize {
+        // Relaxed: a snapshot for a reader; it orders nothing.
+        self.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// Units of one scope's `pending` that a worker holds: those of the scope's tasks that
+/// ended on it, kept for its next spawns into that scope instead of being given back one
+/// decrement at a time (two read-modify-writes of one cache line per task, shared by every
+/// worker of a spawn tree). The rules that keep a scope from waiting on units nobody gives
+/// back are in sleep/README.md, "Scope counts held by workers": they are given back before
+/// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`), a
+/// waiting worker before it even takes such work up (`gives_back_for`, `wait_until_cold`),
+/// and whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).
+pub(crate) struct Credit {
+    /// The scope whose units these are (lifetime erased: only its counter is touched);
+    /// meaningful while `units` is non-zero.
+    scope: Cell<*const CountLatch>,
+    units: Cell<usize>,
+}
+
+impl Credit {
+    pub(crate) fn new() -> Credit {
+        Credit {
+            scope: Cell::new(ptr::null()),
+            units: Cell::new(0),
+        }
+    }
+
+    /// Gives every held unit back to its scope (the last one opens its latch).
+    #[inline]
+    pub(crate) fn settle(&self) {
+        if canary(Canary::Credit) {
+            return; // loom must then find a scope that never completes (scripts/loom.sh)
+        }
+        if self.units.get() != 0 {
+            self.settle_cold();
+        }
+    }
+
+    #[cold]
+    fn settle_cold(&self) {
+        let units = self.units.replace(0);
+        // SAFETY: the units we held kept the scope alive; from this call on we hold none
+        // and never touch it again.
+        unsafe { CountLatch::release(self.scope.get(), units) };
+    }
+
+    /// Whether we hold no units (a worker leaves only so).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.units.get() == 0
+    }
+
+    /// Whether running `job` gives our units back first: we hold some and it is not a task
+    /// of their scope (a join half, `execute_ref`; another scope's task, `enter`).
+    #[inline]
+    pub(crate) fn gives_back_for(&self, job: &JobRef) -> bool {
+        self.units.get() != 0
+            && job
+                .scope()
+                .is_none_or(|scope| !ptr::eq(scope, self.scope.get().cast()))
+    }
+
+    /// One held unit of `scope`'s, for a spawn into it, if we have one.
+    #[inline]
+    pub(crate) fn take_for(&self, scope: *const CountLatch) -> bool {
+        let units = self.units.get();
+        if units != 0 && ptr::eq(self.scope.get(), scope) {
+            self.units.set(units - 1);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A task of `scope` starts here: units of any other scope go back first.
+    #[inline]
+    pub(crate) fn enter(&self, scope: *const CountLatch) {
+        if self.units.get() != 0 && !ptr::eq(self.scope.get(), scope) {
+            self.settle_cold();
+        }
+    }
+
+    /// A task of `scope` ended here: its unit is ours now. (Tasks it ran while it waited
+    /// may have left us units of another scope: those go back first.)
+    #[inline]
+    pub(crate) fn keep(&self, scope: *const CountLatch) {
+        self.enter(scope);
+        self.scope.set(scope);
+        self.units.set(self.units.get() + 1);
+    }
 }
 
 #[cfg(all(test, not(flock_loom)))]

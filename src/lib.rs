@@ -285,6 +285,7 @@ mod awaits;
 mod broadcast;
 mod builder;
 mod clock;
+mod config;
 mod context;
 mod current;
 mod deque;
@@ -298,6 +299,7 @@ mod job;
 mod join;
 mod lane;
 mod latch;
+mod mailbox;
 mod metrics;
 mod par;
 mod pin;
@@ -312,6 +314,7 @@ mod spawn;
 mod submitq;
 mod sync;
 mod unwind;
+mod wakers;
 mod worker;
 
 #[cfg(all(test, flock_loom))]
@@ -319,7 +322,8 @@ mod loom_tests;
 
 pub use admit::{SpawnAsync, SubmitAsync};
 pub use awaits::{GroupWaitAsync, RunAsync, WaitAsync};
-pub use builder::{Backpressure, PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use builder::{PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use config::Backpressure;
 pub use context::{
     broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
     in_place_scope, in_place_scope_fifo, join_context, max_num_threads, BroadcastContext,

@@ -529,10 +529,10 @@ fn loom_join_half_stolen_while_the_first_blocks() {
     });
 }
 
-/// A scope whose tasks end on workers that keep their units of its count (`scope::Credit`):
-/// the owner, outside the pool, waits while two workers run its tasks (the second spawned
-/// on a worker, onto its join deque, and perhaps stolen). It returns only if each worker
-/// gives its kept units back once it runs out of work. Under the
+/// A scope whose tasks end on workers that keep their units of its count (`Credit` in
+/// `latch.rs`): the owner, outside the pool, waits while two workers run its tasks
+/// (the second spawned on a worker, onto its join deque, and perhaps stolen). It returns
+/// only if each worker gives its kept units back once it runs out of work. Under the
 /// `credit` canary (units never given back) it deadlocks, which `scripts/loom.sh`
 /// requires.
 #[test]

@@ -20,11 +20,11 @@
 //! Beside the path: worker slots and their threads (`registry/slots.rs`: resize, retire,
 //! join) and a worker waiting inside a task (`worker/wait.rs`).
 
-use crate::broadcast::Mailboxes;
-use crate::builder::Config;
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::deque::{Stealer, Worker as Deque};
 use crate::job::{Job, JobRef};
+use crate::mailbox::Mailboxes;
 use crate::metrics::histogram::Latency;
 use crate::reserve::Reserve;
 use crate::sleep::Sleep;
@@ -168,7 +168,7 @@ pub(crate) struct Registry {
     pub(crate) cfg: Config,
     /// Capacity and backpressure (`registry/gate.rs`).
     pub(crate) gate: Gate,
-    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/broadcast.rs`).
+    /// Per worker slot, `Pool::broadcast` jobs for that worker only (`src/mailbox.rs`).
     pub(crate) mailboxes: Mailboxes,
     /// `RUNNING`, `GRACEFUL` or `NOW`: only ever raised. Kept here, not in `quiet`, as
     /// shutdown crosses every owner (`begin_shutdown`).

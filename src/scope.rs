@@ -1,18 +1,16 @@
 //! Scoped tasks: tasks that borrow from the caller's stack.
 
 use crate::job::{Job, JobRef, Outcome, COUNTED};
-use crate::latch::{self, Latch, Owner};
+use crate::latch::{CountLatch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::slab;
-use crate::sync::{canary, Arc, AtomicUsize, Canary, Mutex, Ordering};
+use crate::sync::{Arc, Mutex};
 use crate::unwind::{drop_payload, UntilPanic};
 use crate::worker::WorkerThread;
 use std::any::Any;
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::ptr;
 
 /// A scope in which tasks may borrow anything that outlives `'scope`; see
 /// [`Pool::scope`](crate::Pool::scope).
@@ -35,13 +33,14 @@ use std::ptr;
 /// assert_eq!(halves, [vec![10, 20], vec![30, 40]]);
 /// assert_eq!(total.into_inner(), 2);
 /// ```
+#[repr(C)]
 pub struct Scope<'scope> {
+    /// Tasks not yet finished, plus one for the scope's body while it runs, and the latch
+    /// the last of them opens for the thread that runs the body and waits at the end. First,
+    /// with `repr(C)`: the scope's address is its count's (`count_of`), which is what a
+    /// worker's `Credit` keeps and what `JobRef::scope` reads from a task.
+    count: CountLatch,
     registry: Arc<Registry>,
-    /// Tasks not yet finished, plus one for the scope's body while it runs.
-    pending: AtomicUsize,
-    latch: Latch,
-    /// The thread that runs the body and waits at the end: the latch's setter wakes it.
-    owner: Owner,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// Made by `scope_fifo`: `spawn` is `spawn_fifo`.
     fifo: bool,
@@ -56,6 +55,12 @@ struct ScopePtr<'scope>(*const Scope<'scope>);
 // SAFETY: the scope is `Sync` and outlives every task holding this pointer (it waits for
 // `pending` to reach zero before it returns).
 unsafe impl Send for ScopePtr<'_> {}
+
+/// The address of a scope's count: the scope's own (`count` is its first field, and the
+/// struct is `repr(C)`), so a raw pointer stays one without a reference to the scope.
+fn count_of(scope: *const Scope<'_>) -> *const CountLatch {
+    scope.cast()
+}
 
 /// A scope task's closure, held where Stacked Borrows' retagging of function arguments does
 /// not look (inside a union). The task's body calls `task_done` before it returns, and from
@@ -156,101 +161,14 @@ where
         return unsafe { run_task(ptr, f) };
     };
     let credit = worker.credit();
-    credit.enter(ptr.0);
+    credit.enter(count_of(ptr.0));
     let f = f.take();
     // SAFETY: our unit of `pending` keeps the scope alive until it is given back, which
     // `keep` defers to a later `settle`.
     let scope = unsafe { ptr.get() };
     let outcome = scope.outcome_of(catch_unwind(AssertUnwindSafe(|| f(scope))));
-    credit.keep(ptr.0);
+    credit.keep(count_of(ptr.0));
     outcome
-}
-
-/// Units of one scope's `pending` that a worker holds: those of the scope's tasks that
-/// ended on it, kept for its next spawns into that scope instead of being given back one
-/// decrement at a time (two read-modify-writes of one cache line per task, shared by every
-/// worker of a spawn tree). The rules that keep a scope from waiting on units nobody gives
-/// back are in sleep/README.md, "Scope counts held by workers": they are given back before
-/// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`), a
-/// waiting worker before it even takes such work up (`gives_back_for`, `wait_until_cold`),
-/// and whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).
-pub(crate) struct Credit {
-    /// The scope whose units these are (lifetime erased: only its counter is touched);
-    /// meaningful while `units` is non-zero.
-    scope: Cell<*const Scope<'static>>,
-    units: Cell<usize>,
-}
-
-impl Credit {
-    pub(crate) fn new() -> Credit {
-        Credit {
-            scope: Cell::new(ptr::null()),
-            units: Cell::new(0),
-        }
-    }
-
-    /// Gives every held unit back to its scope (the last one opens its latch).
-    #[inline]
-    pub(crate) fn settle(&self) {
-        if canary(Canary::Credit) {
-            return; // loom must then find a scope that never completes (scripts/loom.sh)
-        }
-        if self.units.get() != 0 {
-            self.settle_cold();
-        }
-    }
-
-    #[cold]
-    fn settle_cold(&self) {
-        let units = self.units.replace(0);
-        // SAFETY: the units we held kept the scope alive; from this call on we hold none
-        // and never touch it again.
-        unsafe { Scope::release(self.scope.get(), units) };
-    }
-
-    /// Whether we hold no units (a worker leaves only so).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.units.get() == 0
-    }
-
-    /// Whether running `job` gives our units back first: we hold some and it is not a task
-    /// of their scope (a join half, `execute_ref`; another scope's task, `enter`).
-    #[inline]
-    pub(crate) fn gives_back_for(&self, job: &JobRef) -> bool {
-        self.units.get() != 0
-            && job
-                .scope()
-                .is_none_or(|scope| !ptr::eq(scope, self.scope.get().cast()))
-    }
-
-    /// One held unit of `scope`'s, for a spawn into it, if we have one.
-    #[inline]
-    fn take_for(&self, scope: *const Scope<'_>) -> bool {
-        let units = self.units.get();
-        if units != 0 && ptr::eq(self.scope.get(), scope.cast()) {
-            self.units.set(units - 1);
-            true
-        } else {
-            false
-        }
-    }
-
-    /// A task of `scope` starts here: units of any other scope go back first.
-    #[inline]
-    fn enter(&self, scope: *const Scope<'_>) {
-        if self.units.get() != 0 && !ptr::eq(self.scope.get(), scope.cast()) {
-            self.settle_cold();
-        }
-    }
-
-    /// A task of `scope` ended here: its unit is ours now. (Tasks it ran while it waited
-    /// may have left us units of another scope: those go back first.)
-    #[inline]
-    fn keep(&self, scope: *const Scope<'_>) {
-        self.enter(scope);
-        self.scope.set(scope.cast());
-        self.units.set(self.units.get() + 1);
-    }
 }
 
 /// Runs a scope task and gives its unit of `pending` back. The closure comes in an
@@ -285,10 +203,8 @@ impl<'scope> ScopePtr<'scope> {
 impl<'scope> Scope<'scope> {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
         Scope {
-            owner: Owner::current(&registry),
+            count: CountLatch::new(Owner::current(&registry)),
             registry,
-            pending: AtomicUsize::new(1),
-            latch: Latch::new(),
             panic: Mutex::new(None),
             fifo: false,
             _marker: PhantomData,
@@ -444,9 +360,8 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        // Relaxed: the count cannot reach zero concurrently, because the body (or the task
-        // calling us) still holds its own unit.
-        self.pending.fetch_add(1, Ordering::Relaxed);
+        // The body (or the task calling us) still holds its own unit (`CountLatch::add_unit`).
+        self.count.add_unit();
         let ptr = ScopePtr(self);
         let f = Unretagged::new(f);
         // SAFETY: our unit of `pending` keeps the scope alive until the task is done.
@@ -466,9 +381,9 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         // A unit of ours kept from a task of this scope that ended here, or a new one.
-        if !worker.credit().take_for(self) {
-            // Relaxed: as in `make_job`.
-            self.pending.fetch_add(1, Ordering::Relaxed);
+        if !worker.credit().take_for(&self.count) {
+            // As in `make_job`.
+            self.count.add_unit();
         }
         let task = ScopeTask {
             scope: ScopePtr(self),
@@ -537,25 +452,7 @@ impl<'scope> Scope<'scope> {
     /// The caller holds one unit of `pending`, which keeps the scope alive until this call.
     unsafe fn task_done(this: *const Scope<'scope>) {
         // SAFETY: the caller's contract.
-        unsafe { Scope::release(this, 1) }
-    }
-
-    /// `units` units of `pending` are given back; the last one opens the latch.
-    ///
-    /// # Safety
-    /// The caller holds `units` units of `pending`, which keep the scope alive until this
-    /// call.
-    unsafe fn release(this: *const Scope<'scope>, units: usize) {
-        // SAFETY: our units keep the scope alive until the decrement; only the last unit's
-        // holder touches the scope after it, and the owner waits for that one's latch.
-        unsafe {
-            // AcqRel: the last decrement acquires every other task's writes (their Release
-            // decrements, and those of workers giving back units kept after their tasks
-            // ended) before opening the latch for the scope's owner.
-            if (*this).pending.fetch_sub(units, Ordering::AcqRel) == units {
-                latch::set_and_wake(&(*this).latch, &(*this).owner);
-            }
-        }
+        unsafe { CountLatch::release(count_of(this), 1) }
     }
 
     /// Runs the body, waits for every task, then re-raises the first panic.
@@ -564,7 +461,7 @@ impl<'scope> Scope<'scope> {
         // SAFETY: the body's unit; `self` is alive (we own it).
         unsafe { Scope::task_done(&self) };
         // On a worker (of this pool or another) its pool's tasks run here meanwhile.
-        latch::wait(&self.latch);
+        self.count.wait();
         let task_panic = self.panic.lock().take();
         match (result, task_panic) {
             (Err(body_panic), other) => {
@@ -584,8 +481,7 @@ impl<'scope> Scope<'scope> {
 impl std::fmt::Debug for Scope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scope")
-            // Relaxed: a snapshot for a reader; it orders nothing.
-            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .field("pending", &self.count.pending())
             .finish_non_exhaustive()
     }
 }

@@ -1,12 +1,11 @@
 //! Panics: the ones tasks raise (caught, counted, reported), the ones users' hooks, handlers
-//! and `Waker`s raise (caught and printed: `call_guarded`, `wake_guarded`), and the ones flock
-//! must never raise (abort loudly).
+//! and `Waker`s raise (caught and printed: `call_guarded`, `wakers::wake_guarded`), and the
+//! ones flock must never raise (abort loudly).
 
 use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, PoisonError};
-use std::task::Waker;
 
 /// The value a task panicked with (what `panic!` or `panic_any` was given), in a form that is
 /// `Send + Sync` so that errors holding it work with `?` and `anyhow`.
@@ -197,36 +196,9 @@ pub(crate) fn call_guarded(what: &str, worker: Option<usize>, f: impl FnOnce()) 
     }
 }
 
-/// Wakes each of `wakers`, the `Waker`s of users' futures. A `wake` that panics is caught,
-/// the rest are still woken, and then each panic is reported as a hook's is
-/// (`call_guarded`: printed to stderr). Every `Waker` flock wakes is woken here: a waker's
-/// panic must not unwind into the worker loop (which aborts), out of a shutdown that has not
-/// yet woken the other waiters or joined its workers, or into the outcome of the task whose
-/// end it announces.
-pub(crate) fn wake_guarded(wakers: impl IntoIterator<Item = Waker>) {
-    // Allocates only once a waker has panicked.
-    let mut caught = Vec::new();
-    for waker in wakers {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-            caught.push(payload);
-        }
-    }
-    if !caught.is_empty() {
-        report_wakers(caught);
-    }
-}
-
-#[cold]
-fn report_wakers(caught: Vec<Box<dyn Any + Send>>) {
-    let worker = crate::worker::current_worker_index();
-    for payload in caught {
-        report_caught("waker", worker, payload);
-    }
-}
-
 /// Prints a panic caught from a user callback, and drops its payload.
 #[cold]
-fn report_caught(what: &str, worker: Option<usize>, payload: Box<dyn Any + Send>) {
+pub(crate) fn report_caught(what: &str, worker: Option<usize>, payload: Box<dyn Any + Send>) {
     let msg = payload_message(&*payload)
         .unwrap_or("<non-string payload>")
         .to_owned();

@@ -14,9 +14,9 @@
 
 use crate::deque::Worker as Deque;
 use crate::job::{Job, JobRef, INJECTED};
+use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{LocalQueues, Registry, Shard, SlotThread};
-use crate::scope::Credit;
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -153,7 +153,7 @@ struct ScopeCache {
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
-    /// Units of a scope's count kept from its tasks that ended here (`scope::Credit`).
+    /// Units of a scope's count kept from its tasks that ended here (`latch::Credit`).
     credit: Credit,
 }
 
@@ -327,7 +327,7 @@ impl WorkerThread {
         &self.scope.blocks
     }
 
-    /// The units of a scope's count this worker holds (`scope::Credit`).
+    /// The units of a scope's count this worker holds (`latch::Credit`).
     #[inline]
     pub(crate) fn credit(&self) -> &Credit {
         &self.scope.credit

@@ -8,7 +8,7 @@
 use super::quiet::Progress;
 use super::shards::Shard;
 use super::{Registry, RUNNING};
-use crate::builder::Backpressure;
+use crate::config::Backpressure;
 use crate::metrics::counters::Stat;
 use crate::sync::Ordering;
 use crate::RejectReason;

@@ -7,9 +7,9 @@
 //! What crosses owners (entering a task on a shard, the shutdown check, counting a refusal)
 //! stays on `Registry` (`registry/admission.rs`), which passes in what a step needs.
 
-use crate::admit::RoomWakers;
-use crate::builder::Config;
+use crate::config::Config;
 use crate::sync::{canary, AtomicUsize, Canary, Condvar, Mutex, Ordering};
+use crate::wakers::RoomWakers;
 use crate::RejectReason;
 use crossbeam_utils::CachePadded;
 use std::task::Waker;

@@ -9,8 +9,8 @@
 //! What crosses owners (the shutdown flag, the queues a paused `wait()` looks at) is passed
 //! in by `Registry` (`registry/quiesce.rs`).
 
-use crate::admit::RoomWakers;
 use crate::sync::{fence, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::wakers::RoomWakers;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
