@@ -24,18 +24,18 @@ use crossbeam_utils::Backoff;
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
-mod clock;
 mod execute;
 mod find;
 mod kept;
+mod lane_clock;
 mod mode;
 mod submit;
 mod taker;
 mod units;
 mod wait;
 
-use clock::LaneClock;
 use kept::Kept;
+use lane_clock::LaneClock;
 use mode::RunMode;
 use taker::Taker;
 use units::HeldUnits;
@@ -117,7 +117,7 @@ pub fn yield_to_lanes() -> usize {
 }
 
 /// A worker thread's state: its own deques and pool, then its parts, each named for what it
-/// keeps (`worker/{mode,taker,kept,clock,units}.rs`).
+/// keeps (`worker/{mode,taker,kept,lane_clock,units}.rs`).
 pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
