@@ -62,7 +62,7 @@ GROUPS = {
     # report a panicking waker with the current worker's index; the lanes' shared queues
     # (`submitq.rs`) count their jobs in the registry's shards; the last worker out sweeps
     # the queues (`purge::sweep`), with the code that `Pool::purge` and a cancel use.
-    "engine": {"registry", "worker", "latch", "reserve", "wakers", "submitq", "purge"},
+    "engine": {"registry", "worker", "latch", "lane_reserve", "wakers", "submitq", "purge"},
     # The pool handle and the entry points it offers as its methods: `Pool::builder()` and
     # `PoolBuilder::build()` make each other, the global pool is built by the builder,
     # `Pool::scope`/`par_*` open scopes and run the parallel helpers, which take a `Pool`

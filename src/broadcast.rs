@@ -16,8 +16,7 @@ use crate::job::{Job, Outcome, COUNTED};
 use crate::latch::{self, Latch, Owner};
 use crate::metrics::counters::Stat;
 use crate::pool::Pool;
-use crate::registry::SlotState;
-use crate::sync::{canary, AtomicUsize, Canary, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::unwind::drop_payload;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -136,17 +135,12 @@ impl Pool {
             owner: Owner::current(reg),
             panic: Mutex::new(None),
         };
-        let slots = reg.slots.lock();
+        let slots = reg.crew.lock_slots();
         // `Running` only: the slot's thread holds its index and runs its mailbox before it
         // leaves (`Starting` has no such thread yet, and may never get one). The `retiring`
         // canary of scripts/loom.sh picks retiring slots too, whose thread may have run its
         // mailbox already: the call waits for ever.
-        let picked: Vec<usize> = (0..slots.state.len())
-            .filter(|&i| {
-                slots.state[i] == SlotState::Running
-                    || (canary(Canary::Retiring) && slots.state[i] == SlotState::Retiring)
-            })
-            .collect();
+        let picked = slots.running();
         let k = picked.len();
         // Entered under `slots`, which `begin_shutdown` holds while it closes the shards: no
         // worker exits while our jobs are outstanding, or we see the close and run nothing.
@@ -168,7 +162,7 @@ impl Pool {
             // SAFETY: the job borrows `state` and `f`, which live until the latch below
             // opens, which needs every job to have run.
             let job = unsafe { Job::new_unchecked(call, COUNTED) };
-            reg.mailboxes.put(index, job);
+            reg.queues.mailboxes().put(index, job);
         }
         drop(slots);
         for &index in &picked {

@@ -688,7 +688,9 @@ fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>
 fn start(cfg: Config) -> Result<Pool, BuildError> {
     let workers = cfg.workers;
     let registry = Arc::new(Registry::new(cfg));
-    match Registry::resize(&registry, workers).and_then(|()| Registry::start_reserve(&registry)) {
+    match Registry::resize(&registry, workers)
+        .and_then(|()| Registry::start_lane_reserve(&registry))
+    {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {
@@ -701,8 +703,8 @@ fn start(cfg: Config) -> Result<Pool, BuildError> {
                 other => unreachable!("a new pool's first start cannot fail with {other:?}"),
             };
             registry.begin_shutdown(false);
-            registry.await_workers(None);
-            registry.join_threads();
+            registry.crew.await_workers(None);
+            registry.crew.join_threads();
             Err(err)
         }
     }

@@ -38,7 +38,7 @@ pub(crate) type PanicFn = std::sync::Arc<dyn Fn(TaskPanic) + Send + Sync>;
 
 /// The checked configuration the registry runs on.
 pub(crate) struct Config {
-    /// Workers at build time (the control word, `Registry::workers`, holds the current number).
+    /// Workers at build time (the control word, `Crew::workers`, holds the current number).
     pub(crate) workers: usize,
     /// Worker slots: the most workers `resize` may ask for.
     pub(crate) max_workers: usize,

@@ -256,5 +256,6 @@ pub fn yield_now() -> Option<Yield> {
 /// ```
 #[doc(alias = "current_num_threads")]
 pub fn current_num_workers() -> usize {
-    with_current(|w| w.map(|w| w.registry_arc().workers())).unwrap_or_else(|| global().workers())
+    with_current(|w| w.map(|w| w.registry_arc().crew.workers()))
+        .unwrap_or_else(|| global().workers())
 }

@@ -37,7 +37,7 @@ pub(crate) fn auto_chunk(len: usize, workers: usize) -> usize {
 
 /// `f` for every item, in parallel, on `registry`'s pool.
 fn for_each_in<T: Sync>(registry: &Arc<Registry>, items: &[T], f: &(impl Fn(&T) + Sync)) {
-    let chunk = auto_chunk(items.len(), registry.workers());
+    let chunk = auto_chunk(items.len(), registry.crew.workers());
     Scope::new(registry.clone()).run(|s| {
         s.spawn_batch(
             items
@@ -53,7 +53,7 @@ fn for_each_mut_in<T: Send>(
     items: &mut [T],
     f: &(impl Fn(&mut T) + Sync),
 ) {
-    let chunk = auto_chunk(items.len(), registry.workers());
+    let chunk = auto_chunk(items.len(), registry.crew.workers());
     Scope::new(registry.clone()).run(|s| {
         s.spawn_batch(
             items
@@ -72,7 +72,7 @@ fn chunks_mut_in<T: Send>(
     f: &(impl Fn(usize, &mut [T]) + Sync),
 ) {
     assert_ne!(size, 0, "par_chunks_mut: a chunk of 0 items");
-    let per_task = auto_chunk(items.len().div_ceil(size), registry.workers());
+    let per_task = auto_chunk(items.len().div_ceil(size), registry.crew.workers());
     let span = size.saturating_mul(per_task);
     Scope::new(registry.clone()).run(|s| {
         s.spawn_batch(items.chunks_mut(span).enumerate().map(|(t, part)| {
@@ -98,7 +98,7 @@ where
     T: Sync,
     R: Send,
 {
-    let chunk = auto_chunk(items.len(), registry.workers());
+    let chunk = auto_chunk(items.len(), registry.crew.workers());
     let mut slots: Vec<Option<R>> = items.chunks(chunk).map(|_| None).collect();
     Scope::new(registry.clone()).run(|s| {
         s.spawn_batch(
@@ -164,7 +164,7 @@ fn sort_in<T: Send>(
     stable: bool,
     cmp: &(impl Fn(&T, &T) -> Ordering + Sync),
 ) {
-    let leaf = sort_leaf(v.len(), registry.workers());
+    let leaf = sort_leaf(v.len(), registry.crew.workers());
     if v.len() <= leaf {
         // One piece: no pool round trip.
         return if stable {

@@ -710,10 +710,10 @@ impl Pool {
         }
         let reg = &self.registry;
         reg.begin_shutdown(now);
-        if !reg.await_workers(deadline) {
+        if !reg.crew.await_workers(deadline) {
             return Err(WaitError::Timeout);
         }
-        reg.join_threads();
+        reg.crew.join_threads();
         // Every worker has exited: what is still queued are the jobs of tasks cancelled
         // while queued, which hold the registry (see `purge::sweep`).
         crate::purge::sweep(reg);
@@ -773,7 +773,7 @@ impl Pool {
     /// assert_eq!(pool.queued(), 0);
     /// ```
     pub fn queued(&self) -> u64 {
-        (0..self.registry.lanes.len())
+        (0..self.registry.queues.lane_count())
             .map(|i| self.registry.lane_queued(i))
             .sum()
     }
@@ -823,7 +823,7 @@ impl Pool {
     /// ```
     #[doc(alias = "current_num_threads", alias = "num_threads")]
     pub fn workers(&self) -> usize {
-        self.registry.workers()
+        self.registry.crew.workers()
     }
 
     /// Changes the number of workers while tasks run. Growing starts workers in the next
@@ -900,7 +900,7 @@ impl Pool {
     /// assert!(!flock::Pool::new().is_paused());
     /// ```
     pub fn is_paused(&self) -> bool {
-        self.registry.is_paused()
+        self.registry.crew.is_paused()
     }
 
     /// Drops every task queued and not yet started, and keeps the pool open; returns how

@@ -81,14 +81,14 @@ pub(crate) fn purge(reg: &Registry) -> usize {
             dropped: 0,
             kept: Vec::new(),
         };
-        let lanes = reg.lanes.len();
+        let lanes = reg.queues.lane_count();
         for lane in 0..lanes {
-            while let Some(job) = reg.lanes[lane].shared.steal(0) {
+            while let Some(job) = reg.queues.lane(lane).shared().steal(0) {
                 purge.take(job, lane);
             }
         }
-        for (i, stealer) in reg.stealers.iter().enumerate() {
-            purge.drain(i % lanes, || stealer.steal());
+        for (lane, stealer) in reg.queues.lane_stealers() {
+            purge.drain(lane, || stealer.steal());
         }
         purge.finish()
     })

@@ -212,7 +212,7 @@ where
         // Only a cancel moves a queued task's state but this call (refused tasks have no
         // job): we took its shell, already counted and its unit given back.
         debug_assert_eq!(state, CANCELLED);
-        header.registry.lanes[header.lane].shell_taken();
+        header.registry.queues.lane(header.lane).shell_taken();
         return Outcome::Skipped;
     }
     header.give_back_unit(action == Action::Run);
@@ -542,7 +542,7 @@ impl<T> JoinHandle<T> {
         }
         // Its queue entry stays behind as a shell, which gives nothing back when taken.
         header.give_back_unit(false);
-        header.registry.lanes[header.lane].shell_left();
+        header.registry.queues.lane(header.lane).shell_left();
         // The closure is the user's: its destructor may panic. Caught, so that the task is
         // counted and its latch opened whatever happens, then re-raised to our caller.
         // The task is outstanding until counted below: while its destructor runs, this

@@ -16,7 +16,7 @@ use crate::deque::Worker as Deque;
 use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
-use crate::registry::{LocalQueues, Registry, Shard, SlotThread};
+use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
@@ -185,7 +185,7 @@ pub(crate) fn run(
     let LocalQueues {
         lanes: locals,
         joins,
-    } = registry.take_slot(index, SlotThread::current());
+    } = registry.crew.take_slot(index, SlotThread::current());
     let lanes = locals.len();
     registry
         .shards
@@ -224,7 +224,7 @@ pub(crate) fn run(
         loop {
             match worker.main_loop() {
                 Exit::Shutdown => break,
-                Exit::Retire if reg.confirm_retire(index) => {
+                Exit::Retire if reg.crew.confirm_retire(index) => {
                     retired = true;
                     worker.retire();
                     break;
@@ -237,14 +237,14 @@ pub(crate) fn run(
     } else {
         // A broadcast may have picked our slot since `take_slot` marked it running: closed
         // to broadcasts now, we run what the mailbox holds, as this slot's worker.
-        reg.close_slot(index);
+        reg.crew.close_slot(index);
         let guard = AbortIfPanic("the worker loop");
         worker.retire();
         guard.disarm();
     }
     // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
     // as good as retired, and `Stats::per_worker` should not show it.
-    retired |= Registry::retiring(reg.control(), index);
+    retired |= Crew::retiring(reg.crew.control(), index);
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
         worker.run_what_the_stop_hook_left();
@@ -358,14 +358,14 @@ impl WorkerThread {
         let mut searching = false;
         'outer: loop {
             // Between tasks: the one place a worker retires or honours a pause.
-            let control = reg.control();
+            let control = reg.crew.control();
             if self.retires(control) {
                 if searching {
                     self.stop_searching();
                 }
                 return Exit::Retire;
             }
-            if Registry::paused(control) {
+            if Crew::paused(control) {
                 self.go_idle();
                 match self.park(searching) {
                     Parked::Resume { searching: s } => searching = s,
@@ -393,7 +393,7 @@ impl WorkerThread {
             }
             self.go_idle();
             if !searching && !reg.is_shutdown() {
-                searching = sleep.transition_to_searching(reg.workers());
+                searching = sleep.transition_to_searching(reg.crew.workers());
             }
             if searching {
                 self.shard().stats.set_state(WorkerState::Spinning);
@@ -406,7 +406,7 @@ impl WorkerThread {
                     if reg.is_shutdown() {
                         break;
                     }
-                    if reg.control() != control {
+                    if reg.crew.control() != control {
                         continue 'outer;
                     }
                     if let Some((job, lane)) = self.find_work() {
@@ -433,7 +433,7 @@ impl WorkerThread {
     /// job.
     #[inline]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
-        if job.flags() & INJECTED != 0 && Registry::paused(self.registry.control()) {
+        if job.flags() & INJECTED != 0 && Crew::paused(self.registry.crew.control()) {
             self.keep_for_resume(job, lane);
             return false;
         }
@@ -453,7 +453,7 @@ impl WorkerThread {
     pub(crate) fn keep_for_resume(&self, job: Job, lane: usize) {
         self.kept.push(job, lane);
         let reg = &*self.registry;
-        reg.lanes[lane].kept.fetch_add(1, Ordering::Relaxed);
+        reg.queues.lane(lane).keep_one();
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
         fence(Ordering::SeqCst);
         if reg.quiet.has_waiters() {
@@ -466,9 +466,7 @@ impl WorkerThread {
     pub(crate) fn take_kept(&self) -> Option<(Job, usize)> {
         let oldest = self.kept.pop_oldest();
         if let Some((_, lane)) = oldest {
-            self.registry.lanes[lane]
-                .kept
-                .fetch_sub(1, Ordering::Relaxed);
+            self.registry.queues.lane(lane).unkeep_one();
         }
         oldest
     }
@@ -533,7 +531,7 @@ impl WorkerThread {
     fn hand_over_work(&self) {
         let reg = &*self.registry;
         // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
-        while let Some(job) = reg.mailboxes.take(self.index) {
+        while let Some(job) = reg.queues.mailboxes().take(self.index) {
             self.execute(job, 0);
         }
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
@@ -614,7 +612,7 @@ impl WorkerThread {
     /// outstanding, which the workers still in their loop run.
     #[inline]
     fn retires(&self, control: usize) -> bool {
-        Registry::retiring(control, self.index) && !self.registry.is_shutdown()
+        Crew::retiring(control, self.index) && !self.registry.is_shutdown()
     }
 
     /// Out of work: give back capacity units and tell `wait()`ers.
@@ -642,7 +640,7 @@ impl WorkerThread {
         sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
-        let control = reg.control();
+        let control = reg.crew.control();
         let kept = self.kept.any();
         let retire = self.retires(control);
         // The re-check of step 3. The `recheck` canary removes it to prove the loom models
@@ -651,9 +649,7 @@ impl WorkerThread {
         // resume whose `wake_all` came before our announcement is seen here, in `control`.
         if exit
             || retire
-            || (!canary(Canary::Recheck)
-                && !Registry::paused(control)
-                && (kept || self.work_visible()))
+            || (!canary(Canary::Recheck) && !Crew::paused(control) && (kept || self.work_visible()))
         {
             if !sleep.cancel_park(self.index) {
                 // A waker chose us; its unpark is on its way. Consume it.
@@ -677,9 +673,8 @@ impl WorkerThread {
     /// mailbox included.
     fn work_visible(&self) -> bool {
         let reg = &*self.registry;
-        reg.lanes.iter().any(|l| !l.shared.is_empty())
-            || reg.stealers.iter().any(|s| !s.is_empty())
-            || reg.join_stealers.iter().any(|s| !s.is_empty())
-            || reg.mailboxes.has(self.index)
+        reg.queues.lanes().iter().any(|l| !l.shared().is_empty())
+            || reg.queues.deques_hold_work()
+            || reg.queues.mailboxes().has(self.index)
     }
 }

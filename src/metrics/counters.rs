@@ -24,7 +24,7 @@ pub(crate) enum Stat {
     LocalPushes,
     Parks,
     Wakeups,
-    /// Tasks the lane reserve ran (`src/reserve.rs`).
+    /// Tasks the lane reserve ran (`src/lane_reserve.rs`).
     ReserveRuns,
     /// Tasks refused because they named a lane the pool does not have.
     RejectedUnknownLane,

@@ -10,7 +10,6 @@ pub use prometheus::prometheus_text;
 
 use crate::registry::Progress;
 use crate::registry::Registry;
-use crate::sync::Ordering;
 use counters::{LaneStat, Stat};
 use histogram::{bucket_upper, HistogramSnapshot, BUCKETS};
 use std::fmt;
@@ -309,23 +308,21 @@ impl Registry {
     /// less the shells of cancelled tasks among them (`LaneQueue::shells`). A gauge (Relaxed
     /// reads at different moments, clamped).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
-        let lanes = self.lanes.len();
-        let mut entries = self.lanes[i].shared.len()
-            + self.lanes[i].kept.load(Ordering::Relaxed)
-            + (0..self.stealers.len() / lanes)
-                .map(|w| self.stealers[w * lanes + i].len())
-                .sum::<usize>();
+        let lanes = self.queues.lane_count();
+        let mut entries = self.queues.lane(i).shared().len()
+            + self.queues.lane(i).kept()
+            + self.queues.deque_len(i);
         if lanes == 1 {
             // The join deques: scope tasks spawned on a worker, and join halves waiting for
             // a thief (work queued as much as a task is). Only one-lane pools use them.
-            entries += self.join_stealers.iter().map(|s| s.len()).sum::<usize>();
+            entries += self.queues.joins_len();
         }
         // `bundled` counts every bundle's jobs beyond the entry that carries it (its entry
         // counted in `entries` while it is queued); the jobs taken out of bundles so far are
         // on the shards. Read at different moments, so clamp.
-        let bundled = self.lanes[i].bundled.load(Ordering::Relaxed) as u64;
+        let bundled = self.queues.lane(i).bundled() as u64;
         let claimed = self.shards.sum_lane(LaneStat::Claimed, i);
-        let shells = self.lanes[i].shells() as i64;
+        let shells = self.queues.lane(i).shells() as i64;
         (entries as i64 + bundled.wrapping_sub(claimed) as i64 - shells).max(0) as u64
     }
 
@@ -334,7 +331,7 @@ impl Registry {
         self.shards
             .worker_shards()
             .iter()
-            .take(self.shown_slots())
+            .take(self.crew.shown_slots())
             .filter(|s| s.stats.state() == WorkerState::Running)
             .count()
     }
@@ -347,8 +344,13 @@ impl Registry {
         let stat = |s| c.sum_stat(s);
         // After the ends, as the shards' count: a task that lands in a submitter's ring is
         // counted there (`SharedQueue::push_submitted`).
-        let submitted =
-            stat(Stat::Submitted) + self.lanes.iter().map(|l| l.shared.submitted()).sum::<u64>();
+        let submitted = stat(Stat::Submitted)
+            + self
+                .queues
+                .lanes()
+                .iter()
+                .map(|l| l.shared().submitted())
+                .sum::<u64>();
         let in_flight = submitted.saturating_sub(completed + panicked + dropped);
         let (rejected_full, rejected_timeout, rejected_shutdown, rejected_unknown_lane) = (
             stat(Stat::RejectedFull),
@@ -356,11 +358,11 @@ impl Registry {
             stat(Stat::RejectedShutdown),
             stat(Stat::RejectedUnknownLane),
         );
-        let threads = self.slot_threads();
+        let threads = self.crew.slot_threads();
         let per_worker = c
             .worker_shards()
             .iter()
-            .take(self.shown_slots())
+            .take(self.crew.shown_slots())
             .enumerate()
             .map(|(index, s)| (index, s, threads[index]))
             .map(|(index, s, thread)| WorkerStats {
@@ -377,7 +379,7 @@ impl Registry {
             })
             .collect();
         let latency = self.latency.as_ref().map(|l| l.snapshot());
-        let lanes = self.lanes.len();
+        let lanes = self.queues.lane_count();
         let lane_queued: Vec<u64> = (0..lanes).map(|i| self.lane_queued(i)).collect();
         Stats {
             submitted,
@@ -407,9 +409,9 @@ impl Registry {
             in_flight,
             queued: lane_queued.iter().sum(),
             capacity: self.cfg.capacity,
-            workers: self.workers(),
+            workers: self.crew.workers(),
             max_workers: self.cfg.max_workers,
-            paused: self.is_paused(),
+            paused: self.crew.is_paused(),
             uptime: self.started_at.elapsed(),
             per_worker,
             lanes: self
@@ -418,7 +420,7 @@ impl Registry {
                 .iter()
                 .enumerate()
                 .map(|(i, (name, weight))| {
-                    let several = self.lanes.len() > 1;
+                    let several = self.queues.lane_count() > 1;
                     LaneStats {
                         name: name.clone(),
                         weight: *weight,

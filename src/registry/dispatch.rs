@@ -3,6 +3,7 @@
 //! submitting thread (`CallerRuns`); or a helper thread. Tasks run off the workers are
 //! tracked per thread (`OFF_WORKER`). Workers take queued tasks up in `worker/find.rs`.
 
+use super::queues::MAX_BUNDLE;
 use super::quiet::Progress;
 use super::shards::Shard;
 use super::{Admission, Registry, Route};
@@ -42,13 +43,6 @@ impl OffWorker {
 /// bundle costs a buffer and a shared handle). Two under loom, so the
 /// models cover bundles.
 const MIN_BUNDLE: usize = if cfg!(flock_loom) { 2 } else { 8 };
-/// The most jobs in one bundle: a worker that takes one up runs them before anything else
-/// of its own (`WorkerThread::claim_taken`), so this bounds how long a task spawned from
-/// one of them waits behind its siblings on that worker (thieves take either meanwhile).
-const MAX_BUNDLE: usize = 128;
-/// Bundle buffers kept for reuse (`Registry::recycle_buffer`), 5 KiB each.
-const SPARE_BUNDLES: usize = 32;
-
 impl Registry {
     /// Admits up to `batch.len()` tasks from outside at once: one entry and one capacity
     /// reservation for as many as fit, then the policy task by task for the rest. Each
@@ -126,7 +120,7 @@ impl Registry {
                     INJECTED
                 });
                 if queued.capacity() == 0 {
-                    queued = this.bundle_buffer();
+                    queued = this.queues.bundle_buffer();
                 }
                 queued.push(job);
                 if queued.len() == MAX_BUNDLE {
@@ -139,7 +133,7 @@ impl Registry {
         }
         this.queue_jobs(lane, &mut queued);
         // Left with a spare buffer when the last jobs were too few for a bundle.
-        this.recycle_buffer(queued);
+        this.queues.recycle_buffer(queued);
         match refused {
             None => Ok(admitted),
             Some((reason, item)) => {
@@ -166,35 +160,24 @@ impl Registry {
         if n == 0 {
             return;
         }
-        let queue = &self.lanes[lane];
+        let queue = &self.queues.lane(lane);
         if n < MIN_BUNDLE {
             for job in jobs.drain(..) {
-                queue.shared.push_submitted(job, None);
+                queue.shared().push_submitted(job, None);
             }
         } else {
-            queue.bundled.fetch_add(n - 1, Ordering::Relaxed);
+            queue.add_bundled(n - 1);
             queue
-                .shared
+                .shared()
                 .push_submitted(Job::bundle(std::mem::take(jobs)), None);
         }
         // Wake for all `n`, not for the one bundle: the workers woken besides the one that
         // takes it up search (spin), find it on the front of the shared queue and claim
         // from it.
         self.sleep.notify_new_work_n(n);
-        if let Some(reserve) = &self.reserve {
+        if let Some(reserve) = &self.lane_reserve {
             reserve.notify(self, lane);
         }
-    }
-
-    /// An empty buffer for a bundle, with room for `MAX_BUNDLE` jobs: one a worker gave
-    /// back after a bundle was emptied, or a new one.
-    fn bundle_buffer(&self) -> Vec<Job> {
-        if !cfg!(flock_loom) {
-            if let Some(buffer) = self.spare_bundles.lock().pop() {
-                return buffer;
-            }
-        }
-        Vec::with_capacity(MAX_BUNDLE)
     }
 
     /// Puts jobs taken out of the workers' deques back on their lanes' shared queues (a
@@ -208,7 +191,7 @@ impl Registry {
         let mut n = 0;
         let mut spawned = false;
         for (job, lane) in jobs {
-            spawned |= self.lanes[lane].shared.push(job);
+            spawned |= self.queues.lane(lane).shared().push(job);
             n += 1;
         }
         if spawned {
@@ -228,7 +211,7 @@ impl Registry {
     pub(crate) fn release_bundle(&self, bundle: Arc<Bundle>) {
         #[cfg(not(flock_loom))]
         if let Some(bundle) = Arc::into_inner(bundle) {
-            self.recycle_buffer(bundle.into_buffer());
+            self.queues.recycle_buffer(bundle.into_buffer());
         }
         #[cfg(flock_loom)]
         drop(bundle);
@@ -237,24 +220,12 @@ impl Registry {
     /// A bundle's queue entry taken from a queue and not put back: the bundle is empty, or
     /// its last job was just claimed (see `LaneQueue::bundled`).
     pub(crate) fn bundle_entry_dropped(&self, lane: usize, bundle: Arc<Bundle>) {
-        self.lanes[lane].bundled.fetch_add(1, Ordering::Relaxed);
+        self.queues.lane(lane).add_bundled(1);
         self.release_bundle(bundle);
     }
 
-    /// Keeps an emptied bundle buffer for the next batch.
-    fn recycle_buffer(&self, buffer: Vec<Job>) {
-        debug_assert!(buffer.is_empty());
-        if cfg!(flock_loom) || buffer.capacity() != MAX_BUNDLE {
-            return;
-        }
-        let mut spare = self.spare_bundles.lock();
-        if spare.len() < SPARE_BUNDLES {
-            spare.push(buffer);
-        }
-    }
-
     fn count_lane_submitted(&self, shard: &Shard, lane: usize, n: u64) {
-        if self.lanes.len() > 1 {
+        if self.queues.lane_count() > 1 {
             shard.stats.lane_shared(LaneStat::Submitted, lane, n);
         }
     }
@@ -309,16 +280,17 @@ impl Registry {
         } else {
             INJECTED
         };
-        self.lanes[lane]
-            .shared
+        self.queues
+            .lane(lane)
+            .shared()
             .push_submitted_with(count, flags, stamp, make);
-        if let Some(reserve) = &self.reserve {
+        if let Some(reserve) = &self.lane_reserve {
             // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
             // reserve"), so a pool with one pays it on every push.
             self.sleep.notify_new_work();
             reserve.notify(self, lane);
         } else {
-            let shared = &self.lanes[lane].shared;
+            let shared = &self.queues.lane(lane).shared();
             self.sleep.notify_injected(|| shared.len());
         }
     }
@@ -339,7 +311,7 @@ impl Registry {
     /// off the workers, if any, else the first.
     #[inline]
     pub(crate) fn outside_lane(&self, lane: Option<usize>) -> usize {
-        if self.lanes.len() == 1 {
+        if self.queues.lane_count() == 1 {
             return 0; // one lane: no thread-local lookup (28 instructions a submit, callgrind)
         }
         lane.unwrap_or_else(|| OffWorker::lane_here(ptr_id(self)).unwrap_or(0))
@@ -380,7 +352,7 @@ impl Registry {
                 shard.wait.record_shared(start.saturating_sub(queued));
                 shard.run.record_shared(self.now_ns().saturating_sub(start));
             }
-            if self.lanes.len() > 1 {
+            if self.queues.lane_count() > 1 {
                 shard.stats.lane_shared(LaneStat::Executed, lane, 1);
             }
             shard.progress.add_shared(end, 1);
@@ -402,9 +374,7 @@ impl Registry {
         });
         match spawned {
             Ok(handle) => {
-                let mut helpers = this.helpers.lock();
-                helpers.retain(|h| !thread::is_finished(h));
-                helpers.push(handle);
+                this.crew.add_helper(handle);
             }
             Err(_) => {
                 // The OS refused a thread: run the task here rather than lose it.

@@ -63,7 +63,7 @@ impl Registry {
         self.quiet.wait(
             deadline,
             || self.shards.outstanding(),
-            || stop_if_paused && self.is_paused() && self.anything_queued(),
+            || stop_if_paused && self.crew.is_paused() && self.anything_queued(),
         )
     }
 
@@ -75,10 +75,10 @@ impl Registry {
     /// Whether any shared queue or worker deque holds a job, or a worker keeps one from the
     /// pause (`kept`).
     fn anything_queued(&self) -> bool {
-        self.lanes
+        self.queues
+            .lanes()
             .iter()
-            .any(|l| l.kept.load(Ordering::Relaxed) > 0 || !l.shared.is_empty())
-            || self.stealers.iter().any(|s| !s.is_empty())
-            || self.join_stealers.iter().any(|s| !s.is_empty())
+            .any(|l| l.kept() > 0 || !l.shared().is_empty())
+            || self.queues.deques_hold_work()
     }
 }

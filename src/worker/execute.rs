@@ -147,14 +147,14 @@ impl WorkerThread {
         let start = (lanes || (counted && reg.latency.is_some())).then(|| reg.now_ns());
         let outer = self.clock.enter(lane, start.unwrap_or(0));
         // Tell the lane reserve which lane we run (a nested task's lane while it runs).
-        let outer_weight = reg.reserve.as_ref().map(|r| {
+        let outer_weight = reg.lane_reserve.as_ref().map(|r| {
             let weight = reg.cfg.lanes[lane].1 as usize;
             let outer = r.publish(self.index, weight);
             r.after_start(reg, weight);
             outer
         });
         let result = catch_unwind(AssertUnwindSafe(|| job.run()));
-        if let (Some(reserve), Some(weight)) = (&reg.reserve, outer_weight) {
+        if let (Some(reserve), Some(weight)) = (&reg.lane_reserve, outer_weight) {
             reserve.publish(self.index, weight);
         }
         let inner_ns = self.clock.leave(&outer);

@@ -10,7 +10,7 @@ use super::WorkerThread;
 use crate::deque::Steal;
 use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
-use crate::registry::Registry;
+use crate::registry::Crew;
 use crate::submitq::INJECTOR;
 use crate::sync::Arc;
 
@@ -56,13 +56,13 @@ impl WorkerThread {
         // every ring: `take_from_lane_shared` looks there first.
         if left == 0
             || !self.joins.is_empty()
-            || self.registry.mailboxes.has(self.index)
-            || !self.registry.lanes[0].shared.front_is_empty()
+            || self.registry.queues.mailboxes().has(self.index)
+            || !self.registry.queues.lane(0).shared().front_is_empty()
         {
             self.taker.let_go_of_ring();
             return None;
         }
-        match self.registry.lanes[0].shared.steal_ring(ring) {
+        match self.registry.queues.lane(0).shared().steal_ring(ring) {
             Some(job) if job.flags() & BUNDLE == 0 => {
                 self.taker.took_from_ring(left);
                 Some(job)
@@ -104,7 +104,7 @@ impl WorkerThread {
         // A `Pool::broadcast` call for this worker only (one Relaxed load when none): before
         // the shared queues, so work from outside cannot hold it back; after our own deque,
         // as rayon's broadcasts (a worker runs them when it next runs out of its own tasks).
-        if let Some(job) = self.registry.mailboxes.take(self.index) {
+        if let Some(job) = self.registry.queues.mailboxes().take(self.index) {
             return Some((job, 0));
         }
         if self.locals.len() > 1 {
@@ -118,7 +118,7 @@ impl WorkerThread {
     /// Whether `lane` has work for us without stealing: in the bundle we claim from, our
     /// deque or its shared queue.
     fn lane_has_work(&self, lane: usize) -> bool {
-        !(self.locals[lane].is_empty() && self.registry.lanes[lane].shared.is_empty())
+        !(self.locals[lane].is_empty() && self.registry.queues.lane(lane).shared().is_empty())
             || self.taker.has_left(lane)
     }
 
@@ -235,8 +235,10 @@ impl WorkerThread {
     /// from (`claim_taken`).
     fn claim_front(&self, lane: usize) -> Option<Job> {
         let reg = &*self.registry;
-        let (job, bundle) = reg.lanes[lane]
-            .shared
+        let (job, bundle) = reg
+            .queues
+            .lane(lane)
+            .shared()
             .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
         self.count_claim(lane);
         self.hold(lane, bundle);
@@ -275,7 +277,7 @@ impl WorkerThread {
             reg.bundle_entry_dropped(lane, bundle);
             return Some(job);
         }
-        reg.lanes[lane].shared.put_front(bundle.clone());
+        reg.queues.lane(lane).shared().put_front(bundle.clone());
         // A worker that looked at the queues between our take and this push may have gone to
         // sleep, and the next job we run may wait for one of its siblings.
         reg.sleep.notify_new_work_n(rest);
@@ -315,13 +317,13 @@ impl WorkerThread {
                     heavier |= 1 << lane;
                 }
             }
-            if heavier == 0 || Registry::paused(reg.control()) {
+            if heavier == 0 || Crew::paused(reg.crew.control()) {
                 return ran;
             }
             let own = self.clock.own_ns(reg.now_ns());
             let ours = vt[running]
                 .get()
-                .wrapping_add(own.clamp(1, 1 << 40) * reg.lanes[running].stride);
+                .wrapping_add(own.clamp(1, 1 << 40) * reg.queues.lane(running).stride());
             let mut due: Option<usize> = None;
             for lane in (0..lanes).filter(|l| heavier & (1 << l) != 0) {
                 if behind(vt[lane].get(), ours)
@@ -346,7 +348,7 @@ impl WorkerThread {
     /// Charges `ns` of run time to `lane`'s virtual clock.
     pub(super) fn charge(&self, lane: usize, ns: u64) {
         self.clock
-            .charge(lane, ns, self.registry.lanes[lane].stride);
+            .charge(lane, ns, self.registry.queues.lane(lane).stride());
     }
 
     /// The oldest entry of `lane`'s shared queue. One at a time, never a batch into our
@@ -358,7 +360,12 @@ impl WorkerThread {
     fn steal_from_injector(&self, lane: usize) -> Option<Job> {
         let start = self.taker.next_probe();
         // Counted in `execute` (the `INJECTED` flag).
-        let (job, source) = self.registry.lanes[lane].shared.steal_noting(start)?;
+        let (job, source) = self
+            .registry
+            .queues
+            .lane(lane)
+            .shared()
+            .steal_noting(start)?;
         if self.locals.len() == 1 {
             // Look there first next time (`take_held_ring`); `INJECTOR` holds nothing.
             self.taker.hold_ring(source);
@@ -371,7 +378,7 @@ impl WorkerThread {
     pub(super) fn steal_from_others(&self) -> Option<(Job, usize)> {
         let reg = &*self.registry;
         let lanes = self.locals.len();
-        let n = reg.shown_slots();
+        let n = reg.crew.shown_slots();
         if n < 2 {
             return None;
         }
@@ -389,7 +396,7 @@ impl WorkerThread {
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
                 // `steal`'s epoch pin, which under Miri made a thousand-task scope take
                 // longer than its watchdog allows.
-                let joins = &reg.join_stealers[victim];
+                let joins = reg.queues.join_stealer(victim);
                 if !joins.is_empty() {
                     match joins.steal() {
                         Steal::Success(job) => {
@@ -403,7 +410,7 @@ impl WorkerThread {
                 for lane in 0..lanes {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
-                    match reg.stealers[victim * lanes + lane].steal() {
+                    match reg.queues.stealer(victim, lane).steal() {
                         Steal::Success(job) => {
                             self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job, lane));

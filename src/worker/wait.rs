@@ -7,7 +7,7 @@ use super::WorkerThread;
 use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Latch;
 use crate::metrics::counters::{Stat, WorkerState};
-use crate::registry::Registry;
+use crate::registry::Crew;
 use crate::sync::{canary, Canary};
 use crossbeam_utils::Backoff;
 
@@ -107,7 +107,7 @@ impl WorkerThread {
     #[inline(never)] // off join's hot path: keeps `execute` out of `join_on_worker`
     pub(crate) fn execute_unless_paused_waiting(&self, job: Job, lane: usize) -> bool {
         let reg = &*self.registry;
-        if job.flags() & INJECTED != 0 && Registry::paused(reg.control()) {
+        if job.flags() & INJECTED != 0 && Crew::paused(reg.crew.control()) {
             self.keep_for_resume(job, lane);
             return false;
         }
@@ -137,7 +137,7 @@ impl WorkerThread {
     /// through `execute_unless_paused_waiting`, which re-reads the pause after the take).
     fn find_work_while_waiting(&self) -> Option<(Job, usize)> {
         let reg = &*self.registry;
-        if Registry::paused(reg.control()) {
+        if Crew::paused(reg.crew.control()) {
             return self.find_spawned_work();
         }
         self.find_work()
@@ -157,7 +157,7 @@ impl WorkerThread {
         sleep.announce_parked(self.index, searching);
         // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
         // wakes us; work pushed before our announcement is visible to the re-check.
-        let paused = Registry::paused(self.registry.control());
+        let paused = Crew::paused(self.registry.crew.control());
         if !latch.fall_asleep() || self.waiting_work_visible(paused) {
             latch.wake_up();
             if !sleep.cancel_park(self.index) {
@@ -183,9 +183,12 @@ impl WorkerThread {
         }
         if paused {
             let reg = &*self.registry;
-            return reg.stealers.iter().any(|s| !s.is_empty())
-                || reg.join_stealers.iter().any(|s| !s.is_empty())
-                || reg.lanes.iter().any(|l| !l.shared.has_no_spawned());
+            return reg.queues.deques_hold_work()
+                || reg
+                    .queues
+                    .lanes()
+                    .iter()
+                    .any(|l| !l.shared().has_no_spawned());
         }
         // A job we keep from a pause is in no queue (`keep_for_resume`).
         self.kept.any() || self.work_visible()
@@ -220,13 +223,14 @@ impl WorkerThread {
             if job.flags() & INJECTED == 0 {
                 return Some((job, lane));
             }
-            self.registry.lanes[lane].shared.push(job);
+            self.registry.queues.lane(lane).shared().push(job);
         }
     }
 
     /// A spawned job handed back to a lane's shared queue (`SharedQueue::steal_spawned`).
     fn steal_spawned_handed_back(&self) -> Option<(Job, usize)> {
-        let lanes = &self.registry.lanes;
-        (0..lanes.len()).find_map(|lane| lanes[lane].shared.steal_spawned().map(|job| (job, lane)))
+        let lanes = self.registry.queues.lanes();
+        (0..lanes.len())
+            .find_map(|lane| lanes[lane].shared().steal_spawned().map(|job| (job, lane)))
     }
 }

@@ -14,24 +14,23 @@
 
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat};
-use crate::registry::Progress;
-use crate::registry::Registry;
+use crate::registry::{Crew, Progress, Registry};
 use crate::sleep::Parker;
 use crate::sync::{fence, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 
-/// `Reserve::state`: the reserve is asleep or about to be; a waker must unpark it.
+/// `LaneReserve::state`: the reserve is asleep or about to be; a waker must unpark it.
 const ASLEEP: usize = 0;
-/// `Reserve::state`: the reserve is awake (or a waker has unparked it) and will look at the
+/// `LaneReserve::state`: the reserve is awake (or a waker has unparked it) and will look at the
 /// queues again before it sleeps.
 const AWAKE: usize = 1;
 
-pub(crate) struct Reserve {
+pub(crate) struct LaneReserve {
     /// Per worker slot: the weight of the lane whose task the slot's worker is running, or
     /// 0 between tasks. Written only by that worker (a task's start and end); read by
     /// submitters and the reserve to decide whether a lane's task would wait.
     running: Box<[CachePadded<AtomicUsize>]>,
-    /// `ASLEEP` or `AWAKE` (see `Reserve::notify` and `Reserve::run`).
+    /// `ASLEEP` or `AWAKE` (see `LaneReserve::notify` and `LaneReserve::run`).
     state: CachePadded<AtomicUsize>,
     /// The reserve's parker (the workers' kind: an unpark before the park is kept).
     parker: Parker,
@@ -48,10 +47,10 @@ pub(crate) struct Reserve {
     probe: std::sync::atomic::AtomicUsize,
 }
 
-impl Reserve {
+impl LaneReserve {
     /// The reserve of a pool with `slots` worker slots and these lanes, unless every lane
     /// has the same weight (then no lane is heavier than another, and nothing would wake it).
-    pub(crate) fn new(slots: usize, lanes: &[(String, u32)]) -> Option<Reserve> {
+    pub(crate) fn new(slots: usize, lanes: &[(String, u32)]) -> Option<LaneReserve> {
         let min_weight = lanes.iter().map(|l| l.1).min()?;
         let mut order: Vec<usize> = (0..lanes.len())
             .filter(|&l| lanes[l].1 > min_weight)
@@ -61,7 +60,7 @@ impl Reserve {
         }
         // Heaviest first; equal weights in lane order.
         order.sort_by_key(|&l| std::cmp::Reverse(lanes[l].1));
-        Some(Reserve {
+        Some(LaneReserve {
             running: (0..slots)
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
                 .collect(),
@@ -107,7 +106,7 @@ impl Reserve {
                 // `order` is heaviest first: the rest are no heavier either.
                 return;
             }
-            if !reg.lanes[lane].shared.is_empty() {
+            if !reg.queues.lane(lane).shared().is_empty() {
                 return self.notify(reg, lane);
             }
         }
@@ -118,7 +117,7 @@ impl Reserve {
     /// tasks (or parked, or searching) takes the task itself, and one running a task of a
     /// lane at least as heavy is where the task's lane is served next.
     fn would_wait(&self, reg: &Registry, weight: usize) -> bool {
-        let workers = reg.workers().min(self.running.len());
+        let workers = reg.crew.workers().min(self.running.len());
         workers > 0
             && self.running[..workers].iter().all(|w| {
                 let w = w.load(Ordering::Relaxed);
@@ -141,7 +140,7 @@ impl Reserve {
         if weight == self.min_weight || self.state.load(Ordering::Relaxed) != ASLEEP {
             return;
         }
-        if reg.lanes[lane].shared.len() <= 1
+        if reg.queues.lane(lane).shared().len() <= 1
             && self.would_wait(reg, weight as usize)
             && self.state.swap(AWAKE, Ordering::SeqCst) == ASLEEP
         {
@@ -159,7 +158,7 @@ impl Reserve {
     /// Returns when the pool shuts down (`begin_shutdown` unparks it); the workers drain
     /// what is left.
     pub(crate) fn run(reg: &Registry) {
-        let reserve = reg.reserve.as_ref().expect("a pool with a reserve");
+        let reserve = reg.lane_reserve.as_ref().expect("a pool with a reserve");
         loop {
             reserve.parker.park();
             loop {
@@ -188,9 +187,9 @@ impl Reserve {
 
     /// Whether some served lane has a task queued that would wait for a lighter lane.
     fn anything_to_serve(&self, reg: &Registry) -> bool {
-        !Registry::paused(reg.control())
+        !Crew::paused(reg.crew.control())
             && self.order.iter().any(|&lane| {
-                !reg.lanes[lane].shared.is_empty()
+                !reg.queues.lane(lane).shared().is_empty()
                     && self.would_wait(reg, reg.cfg.lanes[lane].1 as usize)
             })
     }
@@ -198,11 +197,11 @@ impl Reserve {
     /// Takes and runs one task of the heaviest served lane whose tasks would wait; false if
     /// there is none (or the pool is paused).
     fn serve_one(&self, reg: &Registry) -> bool {
-        if Registry::paused(reg.control()) {
+        if Crew::paused(reg.crew.control()) {
             return false;
         }
         for &lane in self.order.iter() {
-            let queue = &reg.lanes[lane].shared;
+            let queue = &reg.queues.lane(lane).shared();
             if queue.is_empty() || !self.would_wait(reg, reg.cfg.lanes[lane].1 as usize) {
                 continue;
             }
@@ -211,7 +210,7 @@ impl Reserve {
                 .store(start.wrapping_add(1), std::sync::atomic::Ordering::Relaxed);
             // The front first, as a worker looks (the rest of a batch taken up comes before
             // what was queued after it).
-            if let Some(job) = Reserve::claim_front(reg, lane).or_else(|| queue.steal(start)) {
+            if let Some(job) = LaneReserve::claim_front(reg, lane).or_else(|| queue.steal(start)) {
                 self.execute(reg, job, lane);
                 return true;
             }
@@ -225,7 +224,7 @@ impl Reserve {
     /// dropped; the capacity unit a job holds is given back as it starts.
     fn execute(&self, reg: &Registry, job: Job, lane: usize) {
         let job = if job.flags() & BUNDLE != 0 {
-            match Reserve::unbundle(reg, job, lane) {
+            match LaneReserve::unbundle(reg, job, lane) {
                 Some(job) => job,
                 None => return,
             }
@@ -234,13 +233,13 @@ impl Reserve {
         };
         let flags = job.flags();
         let shard = reg.shards.external();
-        if flags & INJECTED != 0 && Registry::paused(reg.control()) {
+        if flags & INJECTED != 0 && Crew::paused(reg.crew.control()) {
             // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
             // find it. But `resume` may have come between our load and the push, its wake
             // already spent on workers that looked while we held the job: F1 and the state
             // test, as for any push to a shared queue. A `wait()` that looked at the queues
             // while we held it is told again.
-            reg.lanes[lane].shared.push(job);
+            reg.queues.lane(lane).shared().push(job);
             reg.sleep.notify_new_work();
             reg.after_finish_off_worker();
             return;
@@ -267,8 +266,10 @@ impl Reserve {
     /// The next job of the oldest bundle on the front of `lane`'s shared queue, as a
     /// worker's `claim_front` (no handle kept: the reserve takes one task per wake).
     fn claim_front(reg: &Registry, lane: usize) -> Option<Job> {
-        let (job, handle) = reg.lanes[lane]
-            .shared
+        let (job, handle) = reg
+            .queues
+            .lane(lane)
+            .shared()
             .claim_front(|emptied| reg.bundle_entry_dropped(lane, emptied))?;
         reg.release_bundle(handle);
         reg.shards
@@ -296,7 +297,7 @@ impl Reserve {
         if rest == 0 {
             reg.bundle_entry_dropped(lane, bundle);
         } else {
-            reg.lanes[lane].shared.put_front(bundle);
+            reg.queues.lane(lane).shared().put_front(bundle);
             reg.sleep.notify_new_work_n(rest);
         }
         Some(first)
