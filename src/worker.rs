@@ -13,7 +13,7 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
-use crate::job::{Bundle, Job, JobRef, INJECTED};
+use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
@@ -21,14 +21,24 @@ use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
 mod execute;
 mod find;
+mod kept;
+mod lane_clock;
+mod mode;
 mod submit;
+mod taker;
+mod units;
 mod wait;
+
+use kept::Kept;
+use lane_clock::LaneClock;
+use mode::RunMode;
+use taker::Taker;
+use units::HeldUnits;
 
 facade_thread_local! {
     /// The worker running on this thread, if any; set for the whole life of `main_loop`.
@@ -106,6 +116,8 @@ pub fn yield_to_lanes() -> usize {
     with_current(|w| w.map_or(0, WorkerThread::yield_to_lanes))
 }
 
+/// A worker thread's state: its own deques and pool, then its parts, each named for what it
+/// keeps (`worker/{mode,taker,kept,lane_clock,units}.rs`).
 pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
@@ -115,71 +127,34 @@ pub(crate) struct WorkerThread {
     registry: Arc<Registry>,
     /// Our counter shard, `registry.shards.worker(index)`: kept as an address so that a
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
-    /// bounds check and an index (callgrind: 8 instructions a join).
+    /// bounds check and an index.
     shard: NonNull<Shard>,
-    rng: Cell<u64>,
-    /// Where the next look at a lane's shared queue starts among its sources (the rings of
-    /// the submitting threads and the injector, `SharedQueue::steal`): moved on every look,
-    /// so that a source that is always refilled cannot keep the others waiting.
-    probe: Cell<usize>,
-    /// The submitter's ring (one-lane pools) our last job from the shared queue came from,
-    /// and how many more jobs we take from it before looking at every source again
-    /// (`take_held_ring`); `submitq::INJECTOR` when none.
-    held_ring: Cell<usize>,
-    held_left: Cell<u32>,
-    /// A job submitted from outside that we took as the pool got paused (`INJECTED`, seen
-    /// paused after the take): kept here, not put back on a queue, and run before anything
-    /// else we take once the pause is lifted (`find_work`). On a queue it would lose its
-    /// place to the later jobs of its submitter still on their ring ("FIFO within a lane";
-    /// `tests/fifo.rs`). Usually one, but a task that returns from its wait while we keep
-    /// one may take another through `yield_to_lanes` and see the pool paused again: they
-    /// queue here, oldest first. `kept_set` says whether any is kept (one load on
-    /// `find_work`'s path).
-    kept: RefCell<VecDeque<(Job, usize)>>,
-    kept_set: Cell<bool>,
-    /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
-    plain: bool,
-    /// `plain`, in a pool not built with `fifo()`: scope tasks spawned here take the
-    /// two-word path through our join deque (`spawns_by_ref`).
+    /// How `execute` runs a task, and whether `join` goes through `joins`.
+    mode: RunMode,
+    /// What we take from the shared queues and other workers: the probe, the held ring,
+    /// the bundles taken up, the steals' random start.
+    taker: Taker,
+    /// Jobs from outside taken as the pool got paused, run first after the resume
+    /// (`keep_for_resume`).
+    kept: Kept,
+    /// The running task's lane, the per-lane virtual clocks and the task's times.
+    clock: LaneClock,
+    /// Capacity units of started `RESERVED` jobs not given back yet.
+    units: HeldUnits,
+    /// How scope tasks spawned here are queued, and their blocks and units kept here.
+    scope: ScopeCache,
+}
+
+/// What a worker keeps for the scopes whose tasks it spawns and runs.
+struct ScopeCache {
+    /// In `RunMode::Plain`, in a pool not built with `fifo()`: scope tasks spawned here take
+    /// the two-word path through our join deque (`WorkerThread::spawns_by_ref`).
     spawns_by_ref: bool,
-    /// One lane with latency tracking: `execute` times the task and nothing else
-    /// (`run_timed`).
-    timed: bool,
-    /// Started `RESERVED` jobs whose `pending` units are not given back yet.
-    unflushed: Cell<usize>,
-    /// The lane of the task running now: what it submits inherits it.
-    lane: Cell<usize>,
-    /// Per lane, this worker's virtual clock (lanes > 1): run time charged to the lane,
-    /// scaled by its stride. The lane furthest behind is served next.
-    vtime: Box<[Cell<u64>]>,
-    /// Run time of tasks nested inside the running one (`join`, `scope` waits), so the outer
-    /// task is charged only its own.
-    nested_ns: Cell<u64>,
-    /// In a one-lane pool with latency tracking, when the last task run here ended
-    /// (`Registry::now_ns`), while this worker has done nothing since but take the next one;
-    /// 0 otherwise. `run_timed` starts the next task's clock there instead of reading it
-    /// again.
-    last_end: Cell<u64>,
-    /// When the running task started (`Registry::now_ns`; lanes > 1 only), for
-    /// `yield_to_lanes`.
-    task_start: Cell<u64>,
-    /// Per lane, the bundle we took up last, to claim its jobs from without a trip through
-    /// our deque (`claim_taken`). Only a handle: the bundle's entry stays in a queue for
-    /// as long as it has jobs, so dropping this loses nothing.
-    taken: Box<[RefCell<Option<TakenBundle>>]>,
-    /// Bit `lane` set while `taken[lane]` holds a bundle: one load and test on every take
-    /// instead of a `RefCell` borrow.
-    holding: Cell<u32>,
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
     /// Units of a scope's count kept from its tasks that ended here (`latch::Credit`).
     credit: Credit,
-}
-
-/// A bundle a worker claims jobs from (`WorkerThread::taken`).
-struct TakenBundle {
-    bundle: Arc<Bundle>,
 }
 
 /// Why `main_loop` returned.
@@ -219,29 +194,21 @@ pub(crate) fn run(
         .set_state(WorkerState::Running);
     ready(pinned);
     let shard = NonNull::from(registry.shards.worker(index));
+    let mode = RunMode::of(lanes, registry.latency.is_some());
     let worker = WorkerThread {
-        plain: lanes == 1 && registry.latency.is_none(),
-        spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
-        timed: lanes == 1 && registry.latency.is_some(),
+        mode,
         index,
         locals,
         joins,
-        rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
-        probe: Cell::new(index),
-        held_ring: Cell::new(crate::submitq::INJECTOR),
-        held_left: Cell::new(0),
-        kept: RefCell::new(VecDeque::new()),
-        kept_set: Cell::new(false),
-        unflushed: Cell::new(0),
-        lane: Cell::new(0),
-        vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
-        nested_ns: Cell::new(0),
-        last_end: Cell::new(0),
-        task_start: Cell::new(0),
-        taken: (0..lanes).map(|_| RefCell::new(None)).collect(),
-        holding: Cell::new(0),
-        blocks: Blocks::new(),
-        credit: Credit::new(),
+        taker: Taker::new(index, lanes),
+        kept: Kept::new(),
+        clock: LaneClock::new(lanes),
+        units: HeldUnits::new(),
+        scope: ScopeCache {
+            spawns_by_ref: mode.is_plain() && !registry.cfg.fifo,
+            blocks: Blocks::new(),
+            credit: Credit::new(),
+        },
         shard,
         registry,
     };
@@ -283,7 +250,7 @@ pub(crate) fn run(
         worker.run_what_the_stop_hook_left();
     }
     debug_assert!(
-        canary(Canary::Credit) || worker.credit.is_empty(),
+        canary(Canary::Credit) || worker.credit().is_empty(),
         "flock: a worker left holding a scope's units"
     );
     worker.shard().stats.set_state(WorkerState::Stopped);
@@ -357,25 +324,25 @@ impl WorkerThread {
     /// This worker's cache of blocks for scope tasks (`slab.rs`).
     #[inline]
     pub(crate) fn blocks(&self) -> &Blocks {
-        &self.blocks
+        &self.scope.blocks
     }
 
     /// The units of a scope's count this worker holds (`latch::Credit`).
     #[inline]
     pub(crate) fn credit(&self) -> &Credit {
-        &self.credit
+        &self.scope.credit
     }
 
     /// The lane of the task running now.
     #[inline]
     pub(crate) fn lane(&self) -> usize {
-        self.lane.get()
+        self.clock.lane()
     }
 
     /// The lane a task submitted here goes to: `lane`, or if `None` the running task's.
     #[inline]
     pub(crate) fn local_lane(&self, lane: Option<usize>) -> usize {
-        lane.unwrap_or(self.lane.get())
+        lane.unwrap_or(self.clock.lane())
     }
 
     #[inline]
@@ -484,8 +451,7 @@ impl WorkerThread {
     /// that goes idle, we tell the waiters (`go_idle`'s pairing).
     #[cold]
     pub(crate) fn keep_for_resume(&self, job: Job, lane: usize) {
-        self.kept.borrow_mut().push_back((job, lane));
-        self.kept_set.set(true);
+        self.kept.push(job, lane);
         let reg = &*self.registry;
         reg.queues.lane(lane).keep_one();
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
@@ -498,9 +464,7 @@ impl WorkerThread {
     /// The oldest job we keep from a pause, if any (`find_work` hands it out first).
     #[cold]
     pub(crate) fn take_kept(&self) -> Option<(Job, usize)> {
-        let mut kept = self.kept.borrow_mut();
-        let oldest = kept.pop_front();
-        self.kept_set.set(!kept.is_empty());
+        let oldest = self.kept.pop_oldest();
         if let Some((_, lane)) = oldest {
             self.registry.queues.lane(lane).unkeep_one();
         }
@@ -572,12 +536,11 @@ impl WorkerThread {
         }
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
         // while it has jobs: letting go of our handle leaves them to the others there.
-        for taken in self.taken.iter() {
-            if let Some(taken) = taken.borrow_mut().take() {
-                reg.release_bundle(taken.bundle);
+        for lane in 0..self.locals.len() {
+            if let Some(bundle) = self.taker.let_go(lane) {
+                reg.release_bundle(bundle);
             }
         }
-        self.holding.set(0);
         let mut moved = Vec::new();
         // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
         moved.extend(self.take_all_kept());
@@ -617,7 +580,7 @@ impl WorkerThread {
     /// waking the workers as for any hand-back (`Registry::hand_back`).
     /// Returns whether there was any.
     fn hand_back_kept(&self) -> bool {
-        if !self.kept_set.get() {
+        if !self.kept.any() {
             return false;
         }
         self.registry.hand_back(self.take_all_kept());
@@ -656,9 +619,9 @@ impl WorkerThread {
     fn go_idle(&self) {
         // Units of a scope kept from its tasks: nothing runs here now that could give them
         // back later (sleep/README.md, "Scope counts held by workers").
-        self.credit.settle();
+        self.credit().settle();
         // What comes next does not start where the last task ended (`run_timed`).
-        self.last_end.set(0);
+        self.clock.clear_last_end();
         self.flush_reservations();
         // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
@@ -678,7 +641,7 @@ impl WorkerThread {
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
         let control = reg.crew.control();
-        let kept = self.kept_set.get();
+        let kept = self.kept.any();
         let retire = self.retires(control);
         // The re-check of step 3. The `recheck` canary removes it to prove the loom models
         // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to

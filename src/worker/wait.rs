@@ -89,7 +89,7 @@ impl WorkerThread {
                     continue;
                 }
                 // Nothing to run (units of a scope kept from its tasks went back above).
-                self.last_end.set(0); // as in `go_idle`
+                self.clock.clear_last_end(); // as in `go_idle`
                 if rounds >= spin_limit {
                     break;
                 }
@@ -191,7 +191,7 @@ impl WorkerThread {
                     .any(|l| !l.shared().has_no_spawned());
         }
         // A job we keep from a pause is in no queue (`keep_for_resume`).
-        self.kept_set.get() || self.work_visible()
+        self.kept.any() || self.work_visible()
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then those handed
@@ -208,10 +208,10 @@ impl WorkerThread {
             return Some(found);
         }
         loop {
-            let current = self.lane.get();
-            let (job, lane) = self.locals[current]
+            let running = self.clock.lane();
+            let (job, lane) = self.locals[running]
                 .pop()
-                .map(|job| (job, current))
+                .map(|job| (job, running))
                 .or_else(|| {
                     self.locals
                         .iter()
