@@ -431,7 +431,7 @@ impl WorkerThread {
     /// store, so this load sees `PAUSED`. Jobs spawned by running tasks still run (a `join`
     /// or `scope` may be waiting for them, as in `wait_until`). Returns whether it ran the
     /// job.
-    #[inline]
+    #[inline(never)]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
         if job.flags() & INJECTED != 0 && Crew::paused(self.registry.crew.control()) {
             self.keep_for_resume(job, lane);
