@@ -1,6 +1,6 @@
 //! The worker loop, the third stage of a task's path: a worker thread's state, its start
 //! and exit, and `main_loop`, which between tasks honours a pause or a retire, takes a task
-//! and runs it, and with none searches, then parks (sleep/README.md).
+//! and runs it, and with none searches, then parks (docs/protocol.md).
 //!
 //! The stages of the worker side, one file each:
 //! - `worker/submit.rs`: a task submitted from inside the pool, onto the worker's own deque;
@@ -588,7 +588,7 @@ impl WorkerThread {
     }
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
-    /// sleep/README.md by waking one more worker if work is still queued (the chain).
+    /// docs/protocol.md by waking one more worker if work is still queued (the chain).
     ///
     /// "Queued" means in any queue, other workers' deques included: jobs a task spawned
     /// there are found only by a searcher if that worker then runs a long (or blocking)
@@ -618,7 +618,7 @@ impl WorkerThread {
     /// Out of work: give back capacity units and tell `wait()`ers.
     fn go_idle(&self) {
         // Units of a scope kept from its tasks: nothing runs here now that could give them
-        // back later (sleep/README.md, "Scope counts held by workers").
+        // back later (docs/protocol.md, "Scope counts held by workers").
         self.credit().settle();
         // What comes next does not start where the last task ended (`run_timed`).
         self.clock.clear_last_end();
@@ -631,7 +631,7 @@ impl WorkerThread {
         }
     }
 
-    /// Steps 1-5 of "Parking" in sleep/README.md.
+    /// Steps 1-5 of "Parking" in docs/protocol.md.
     fn park(&self, searching: bool) -> Parked {
         let reg = &*self.registry;
         let sleep = &reg.sleep;

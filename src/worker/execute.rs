@@ -15,7 +15,7 @@ impl WorkerThread {
     pub(crate) fn execute(&self, job: Job, lane: usize) {
         debug_assert_eq!(job.flags() & BUNDLE, 0, "bundles are taken up, never run");
         // Before any task but one of the scope whose units we hold (those come through
-        // `execute_ref`): it might wait for that scope (sleep/README.md, "Scope counts held
+        // `execute_ref`): it might wait for that scope (docs/protocol.md, "Scope counts held
         // by workers").
         self.credit().settle();
         let shard = self.shard();
@@ -84,10 +84,8 @@ impl WorkerThread {
     /// A task that follows another here with nothing in between but taking it from its
     /// queue starts its clock where the other ended (`last_end`), or where it was queued if
     /// that is later: one clock reading per task instead of two, and the run time counts
-    /// the taking (tens of nanoseconds; one reading of the time-stamp counter costs 9 ns alone
-    /// and 11–12 ns right after the task's locked instructions on the test guest,
-    /// `drain_probe clock`; this reading is most of what latency tracking costs a task,
-    /// docs/bench.md). Any other path a worker takes between tasks (finding nothing, an
+    /// the taking (tens of nanoseconds; a clock reading is most of what latency tracking
+    /// costs a task, `drain_probe clock` measures it). Any other path a worker takes between tasks (finding nothing, an
     /// uncounted job) clears `last_end`, so idle time is never counted as a task's.
     #[inline]
     fn run_timed(&self, job: Job, counted: bool) {

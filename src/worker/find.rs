@@ -262,7 +262,7 @@ impl WorkerThread {
     /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
     /// of a worker here, which puts it back before it runs anything), so a worker that runs
     /// a long task, or waits for one of its siblings, leaves them to the others, as a deque
-    /// would. The entry is put back before the wake (F1 of sleep/README.md, as in
+    /// would. The entry is put back before the wake (F1 of docs/protocol.md, as in
     /// `submit_local_batch`).
     fn take_up(&self, entry: Job, lane: usize) -> Option<Job> {
         let reg = &*self.registry;

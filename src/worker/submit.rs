@@ -27,7 +27,7 @@ impl WorkerThread {
     }
 
     /// Pushes `join`'s second half onto our join deque, then the light side of the
-    /// asymmetric barrier, as for any local push (sleep/README.md, "Local pushes").
+    /// asymmetric barrier, as for any local push (docs/protocol.md, "Local pushes").
     #[inline]
     pub(crate) fn push_join(&self, job: JobRef) {
         self.joins.push(job);

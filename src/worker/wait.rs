@@ -1,6 +1,6 @@
 //! A worker waiting inside a task (`join`, `scope`, `flock::yield_now`): it runs this pool's
 //! tasks until a latch opens, and parks as a listed sleeper when there are none
-//! (sleep/README.md, "Waiting workers"). While the pool is paused it runs only tasks that
+//! (docs/protocol.md, "Waiting workers"). While the pool is paused it runs only tasks that
 //! running tasks spawned.
 
 use super::WorkerThread;
@@ -13,7 +13,7 @@ use crossbeam_utils::Backoff;
 
 impl WorkerThread {
     /// Runs this pool's tasks until `latch` opens, parking as a listed sleeper when there is
-    /// nothing to run (sleep/README.md, "Waiting workers"). The latch may belong to another
+    /// nothing to run (docs/protocol.md, "Waiting workers"). The latch may belong to another
     /// pool; its owner must be this worker (`latch::Owner`). While the pool is paused only
     /// tasks that running tasks spawned are run, never ones submitted from outside.
     #[inline]
@@ -47,7 +47,7 @@ impl WorkerThread {
                     // and giving them back may be what opens it: then we return, as rayon
                     // does once a scope's tasks ended, instead of first running an unrelated
                     // task, which might wait for what our caller does next
-                    // (sleep/README.md, "Scope counts held by workers").
+                    // (docs/protocol.md, "Scope counts held by workers").
                     if self.credit().gives_back_for(&job) {
                         self.credit().settle();
                         if latch.probe() {
@@ -143,7 +143,7 @@ impl WorkerThread {
         self.find_work()
     }
 
-    /// Parks a worker waiting for `latch` (sleep/README.md, "Waiting workers"): the steps of
+    /// Parks a worker waiting for `latch` (docs/protocol.md, "Waiting workers"): the steps of
     /// `park`, with the latch's `SLEEPY`/`SLEEPING` around them so that its setter wakes us.
     /// No exit or retire check: we are inside a task. Returns whether we count as a
     /// searcher (always, once we announced ourselves; see `Sleep::cancel_park`).
