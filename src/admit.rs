@@ -5,7 +5,7 @@
 //! [`RoomWakers`](crate::wakers::RoomWakers), then tries again; the worker that gives
 //! capacity back while the queue was full wakes every registered waker
 //! (`Gate::release_pending`), and so does a shutdown. Why no wake is lost is in
-//! `sleep/README.md`, "Backpressure". Wakers are woken outside every lock and through
+//! `docs/protocol.md`, "Backpressure". Wakers are woken outside every lock and through
 //! `wakers::wake_guarded`, so one that panics cannot keep the others asleep.
 
 use crate::job::Job;

@@ -9,7 +9,7 @@
 //! job in each mailbox, and wakes each worker with `Sleep::wake_specific`. A worker looks in
 //! its mailbox first whenever it looks for work (`find_work`, also while waiting inside a
 //! task), its re-check before parking includes it, and a retiring worker runs what its
-//! mailbox holds before it leaves. Why the wake is not lost is in `sleep/README.md`
+//! mailbox holds before it leaves. Why the wake is not lost is in `docs/protocol.md`
 //! ("Broadcasts").
 
 use crate::job::{stack, Outcome, COUNTED};

@@ -495,13 +495,13 @@ impl PoolBuilder {
     /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` makes every other *running* thread of the process
     /// execute a memory barrier, so a `join`, a local spawn or an outside submit needs only
     /// a compiler fence. Its price is an interrupt of each CPU that runs a thread of this
-    /// process at the moment a worker parks, the application's own threads included:
-    /// measured on a 2-vCPU KVM guest, 7–9 µs of a busy thread's time per park, about 10% of
-    /// that thread at 11,000 parks a second (docs/bench.md).
+    /// process at the moment a worker parks, the application's own threads included: a few
+    /// microseconds of a busy thread's time per park, which adds up in a pool that parks
+    /// thousands of times a second.
     ///
     /// `false` keeps every CPU uninterrupted: each local push and each outside submit then
-    /// pays a SeqCst fence instead (a locked instruction; `fib-join` spent about half as much
-    /// CPU again per join, docs/bench.md), and parks issue no system call beyond the futex.
+    /// pays a SeqCst fence instead (a locked instruction on fork-join's hottest path), and
+    /// parks issue no system call beyond the futex.
     /// Choose it for a pool that goes idle and wakes thousands of times a second in a process
     /// with latency-sensitive threads of its own. Either way
     /// no wake-up is lost. Where the kernel refuses the membarrier (another OS, an old

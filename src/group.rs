@@ -1,5 +1,5 @@
 //! Task groups: `'static` tasks that a caller waits for as a set, without waiting for the
-//! rest of the pool. The counting and waking protocol is in `sleep/README.md`, "Task groups".
+//! rest of the pool. The counting and waking protocol is in `docs/protocol.md`, "Task groups".
 //!
 //! Each task of a group is a spawned task (`spawn_job`) whose closure carries a [`Ticket`]:
 //! one unit of the group's `pending` count, given back when the closure ends, whether it ran,
@@ -305,7 +305,7 @@ impl GroupState {
         }
     }
 
-    /// `pending` reached zero: wakes whoever waits (see README, "Task groups").
+    /// `pending` reached zero: wakes whoever waits (see docs/protocol.md, "Task groups").
     #[cold]
     fn transition_to_idle(&self) {
         let waiters = {

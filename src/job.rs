@@ -302,7 +302,7 @@ unsafe fn call_bundle(payload: Payload, action: Action) -> Outcome {
 /// The jobs of a batch queued as one entry (`Job::bundle`), shared by that entry and by the
 /// workers taking jobs out of it. Each job is taken exactly once, by whoever claims its
 /// index (`claim`); the entry stays in a queue, where any worker can find it, for as long
-/// as jobs are left (sleep/README.md, "Bundles"). A worker drains the bundle it took up
+/// as jobs are left (docs/protocol.md, "Bundles"). A worker drains the bundle it took up
 /// through its own handle, one claim per job, instead of moving the jobs through its deque
 /// (a push, and a pop with its fence, per job).
 pub(crate) struct Bundle {

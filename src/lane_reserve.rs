@@ -10,7 +10,7 @@
 //! the case lasts, then sleeps again (on a futex, no timer).
 //!
 //! The protocol, and why a missed wake-up of the reserve can delay a task but never lose one
-//! (the workers still run everything queued), is in `sleep/README.md`, "The lane reserve".
+//! (the workers still run everything queued), is in `docs/protocol.md`, "The lane reserve".
 
 use crate::job::{Job, BUNDLE, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat};
@@ -126,7 +126,7 @@ impl LaneReserve {
     }
 
     /// Called by a submitter after it pushed tasks of `lane` onto the lane's shared queue
-    /// and fenced (F1 of sleep/README.md, in `Sleep::notify_new_work`): wakes the reserve if
+    /// and fenced (F1 of docs/protocol.md, in `Sleep::notify_new_work`): wakes the reserve if
     /// the lane is one it serves, it is asleep, and the tasks would wait for a lighter lane.
     ///
     /// Only for a lane that is becoming busy: one whose shared queue holds at most the entry
@@ -171,7 +171,7 @@ impl LaneReserve {
                     }
                 }
                 reserve.state.store(ASLEEP, Ordering::SeqCst);
-                // F_R: pairs with a submitter's F1 (see sleep/README.md, "The lane reserve"):
+                // F_R: pairs with a submitter's F1 (see docs/protocol.md, "The lane reserve"):
                 // either its load of `state` sees `ASLEEP` and it wakes us, or our look at the
                 // queues below sees its push.
                 fence(Ordering::SeqCst);

@@ -1,5 +1,5 @@
 //! A one-shot "done" signal in one atomic word, whose waiter may be a worker that keeps
-//! running tasks while it waits (see `sleep/README.md`, "Waiting workers").
+//! running tasks while it waits (see `docs/protocol.md`, "Waiting workers").
 //!
 //! The word goes `UNSET → SLEEPY → SLEEPING` as its waiter gets ready to park, and to `SET`
 //! from any state in one `swap` by the setter. Setting costs that one read-modify-write and
@@ -412,7 +412,7 @@ impl CountLatch {
 /// ended on it, kept for its next spawns into that scope instead of being given back one
 /// decrement at a time (two read-modify-writes of one cache line per task, shared by every
 /// worker of a spawn tree). The rules that keep a scope from waiting on units nobody gives
-/// back are in sleep/README.md, "Scope counts held by workers": they are given back before
+/// back are in docs/protocol.md, "Scope counts held by workers": they are given back before
 /// the worker runs anything but a task of that scope (`enter`, `settle` in `execute`), a
 /// waiting worker before it even takes such work up (`gives_back_for`, `wait_until_cold`),
 /// and whenever it finds no work (`settle` in `go_idle` and in `wait_until_cold`).

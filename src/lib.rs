@@ -268,7 +268,7 @@
 //! threads hold one), tasks submitted by tasks go to their worker's own deque, and idle
 //! workers steal. Idle workers spin briefly, then park on a futex with no timer. The
 //! protocol that makes that safe (no lost wake-up, no thundering herd) is written down in
-//! [`src/sleep/README.md`](https://github.com/flock-pool/flock/blob/main/src/sleep/README.md),
+//! [`docs/protocol.md`](https://github.com/flock-pool/flock/blob/main/docs/protocol.md),
 //! and checked with loom, Miri and ThreadSanitizer. A submit racing `shutdown` is either run
 //! or handed back, never lost.
 //!

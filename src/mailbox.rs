@@ -33,7 +33,7 @@ impl Mailboxes {
     }
 
     /// Whether slot `index` has a job waiting. Relaxed: the re-check before parking is
-    /// ordered against `put` by the `sleepers` lock (see the README).
+    /// ordered against `put` by the `sleepers` lock (see docs/protocol.md, "Broadcasts").
     #[inline]
     pub(crate) fn has(&self, index: usize) -> bool {
         self.boxes[index].len.load(Ordering::Relaxed) != 0

@@ -126,7 +126,7 @@ impl Registry {
             // woken.
             self.sleep.wake_all();
             if let Some(reserve) = &self.lane_reserve {
-                // F1 for the reserve (sleep/README.md, "The lane reserve"): it either sees the
+                // F1 for the reserve (docs/protocol.md, "The lane reserve"): it either sees the
                 // bit cleared in its look before sleeping, or we see it asleep here.
                 fence(Ordering::SeqCst);
                 for lane in 0..self.queues.lane_count() {

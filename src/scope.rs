@@ -156,7 +156,7 @@ where
 
 /// `run_task` for a task on the two-word path: on a worker, the task's unit of `pending` is
 /// kept in the worker's `Credit` for the next spawn into the same scope, instead of being
-/// given back (sleep/README.md, "Scope counts held by workers"). Units of another scope
+/// given back (docs/protocol.md, "Scope counts held by workers"). Units of another scope
 /// are given back before the task starts, so that it never runs, or blocks, while holding
 /// them.
 ///

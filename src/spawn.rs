@@ -299,7 +299,7 @@ pub struct JoinHandle<T> {
     cell: CellArc<dyn TaskCell<T>>,
 }
 
-/// The protocol is in `sleep/README.md`, "Awaiting a spawned task": the waker goes into the
+/// The protocol is in `docs/protocol.md`, "Awaiting a spawned task": the waker goes into the
 /// slot beside the latch, then the latch moves to `SLEEPING`, so the setter's swap, reading
 /// `SLEEPING`, finds it there and wakes it.
 ///

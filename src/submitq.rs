@@ -1,5 +1,5 @@
 //! A lane's shared queue: crossbeam's injector, and one FIFO ring per thread that submits
-//! from outside the pool (sleep/README.md, "Submitter rings").
+//! from outside the pool (docs/protocol.md, "Submitter rings").
 //!
 //! An outside submit used to go through the injector: a CAS on its tail and a `fetch_or` on
 //! the slot (two locked instructions), a 3 KB block allocated and zeroed every 63 jobs, and
@@ -153,7 +153,7 @@ impl SharedQueue {
         front.push_back(bundle);
         // Release: pairs with the Acquire in `front_is_empty`, as a deque's push with its
         // `is_empty`; the sleep protocol's order comes from the caller's F1 after this store
-        // and the re-check's F2 before the load (sleep/README.md, "Bundles").
+        // and the re-check's F2 before the load (docs/protocol.md, "Bundles").
         self.front_len.store(front.len(), StdOrdering::Release);
     }
 
@@ -340,7 +340,7 @@ impl SharedQueue {
     /// `steal_ring`), or `INJECTOR`. A ring whose head another consumer took between our
     /// look and our CAS is passed over rather than tried again (`OnLost::GiveUp`), so `None`
     /// may leave jobs in a ring that others are taking from; the worker's search loop comes
-    /// back, and its park re-check reads the queues without taking (sleep/README.md,
+    /// back, and its park re-check reads the queues without taking (docs/protocol.md,
     /// "Submitter rings").
     #[inline]
     pub(crate) fn steal_noting(&self, start: usize) -> Option<(Job, usize)> {
@@ -755,10 +755,7 @@ enum OnLost {
 /// 48-byte slots neighbouring slots share lines: two workers taking consecutive jobs both
 /// write one line (a take stores the sequence number), and a worker reading a just-published
 /// job can hold the line the producer writes the next job into.
-/// Measured against 48-byte slots in alternating runs of two builds (docs/bench.md, stop 36):
-/// `drain_probe own` (the default pool, tasks that share no line) faster in 12 of 12 pairs
-/// and 10 of 10 (median ratios 0.87 and 0.94), a deep ring drained by two workers in 5 of 6
-/// (0.85), by one worker no difference (3 of 6).
+/// `drain_probe own` and `drain_probe drain 2` compare the two layouts.
 #[repr(align(64))]
 struct Slot {
     seq: AtomicUsize,
@@ -827,10 +824,8 @@ impl Ring {
     ///
     /// Why workers give up: every take moves the head's cache line to the taker, and a CAS
     /// that fails has moved it for nothing. Consumers that retry at once keep the line moving
-    /// between them, so the more of them there are the slower the ring drains: on a 16-CPU
-    /// guest, 2,000,000 queued trivial tasks drained at 26 ns a task with one worker, 174–178
-    /// with two and 279–297 with sixteen; giving up instead, 76–77 and 120–129 (`drain_probe
-    /// drain W`, docs/bench.md "Scaling run"). A loser goes back to its search loop: it looks
+    /// between them, so the more of them there are the slower the ring drains (`drain_probe
+    /// drain W` measures it by worker count). A loser goes back to its search loop: it looks
     /// at the other sources, backs off, and only parks after a re-check that reads this ring.
     #[inline]
     fn take(&self, on_lost: OnLost) -> Take {

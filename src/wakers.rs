@@ -46,7 +46,7 @@ impl RoomWakers {
             None => {
                 list.wakers.push((key, waker.clone()));
                 // SeqCst RMW, before the caller's re-check: pairs with the SeqCst load in
-                // `wake_all` (sleep/README.md, "Backpressure").
+                // `wake_all` (docs/protocol.md, "Backpressure").
                 self.count.fetch_add(1, Ordering::SeqCst);
             }
         }

@@ -1,6 +1,6 @@
 //! The worker loop, the third stage of a task's path: a worker thread's state, its start
 //! and exit, and `main_loop`, which between tasks honours a pause or a retire, takes a task
-//! and runs it, and with none searches, then parks (sleep/README.md).
+//! and runs it, and with none searches, then parks (docs/protocol.md).
 //!
 //! The stages of the worker side, one file each:
 //! - `worker/submit.rs`: a task submitted from inside the pool, onto the worker's own deque;
@@ -14,7 +14,7 @@
 
 use crate::deque::Worker as Deque;
 use crate::frames::{self, Anchor, Anchored, ArcPart};
-use crate::job::{Bundle, Job, JobRef, INJECTED};
+use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
@@ -22,14 +22,23 @@ use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::ptr;
 
 mod execute;
 mod find;
+mod kept;
+mod lane_clock;
+mod mode;
 mod submit;
+mod taker;
+mod units;
 mod wait;
+
+use kept::Kept;
+use lane_clock::LaneClock;
+use mode::RunMode;
+use taker::Taker;
+use units::HeldUnits;
 
 facade_thread_local! {
     /// The worker running on this thread, if any; set for the whole life of `main_loop`.
@@ -112,6 +121,8 @@ pub fn yield_to_lanes() -> usize {
     with_current(|w| w.map_or(0, WorkerThread::yield_to_lanes))
 }
 
+/// A worker thread's state: its own deques and pool, then its parts, each named for what it
+/// keeps (`worker/{mode,taker,kept,lane_clock,units}.rs`).
 pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
@@ -123,69 +134,32 @@ pub(crate) struct WorkerThread {
     /// count on the hot paths is one load and one add, not a load of the shards' slice, a
     /// bounds check and an index.
     shard: ArcPart<Registry, Shard>,
-    rng: Cell<u64>,
-    /// Where the next look at a lane's shared queue starts among its sources (the rings of
-    /// the submitting threads and the injector, `SharedQueue::steal`): moved on every look,
-    /// so that a source that is always refilled cannot keep the others waiting.
-    probe: Cell<usize>,
-    /// The submitter's ring (one-lane pools) our last job from the shared queue came from,
-    /// and how many more jobs we take from it before looking at every source again
-    /// (`take_held_ring`); `submitq::INJECTOR` when none.
-    held_ring: Cell<usize>,
-    held_left: Cell<u32>,
-    /// A job submitted from outside that we took as the pool got paused (`INJECTED`, seen
-    /// paused after the take): kept here, not put back on a queue, and run before anything
-    /// else we take once the pause is lifted (`find_work`). On a queue it would lose its
-    /// place to the later jobs of its submitter still on their ring ("FIFO within a lane";
-    /// `tests/fifo.rs`). Usually one, but a task that returns from its wait while we keep
-    /// one may take another through `yield_to_lanes` and see the pool paused again: they
-    /// queue here, oldest first. `kept_set` says whether any is kept (one load on
-    /// `find_work`'s path).
-    kept: RefCell<VecDeque<(Job, usize)>>,
-    kept_set: Cell<bool>,
-    /// One lane and no latency tracking: `execute` takes the short path (`run_plain`).
-    plain: bool,
-    /// `plain`, in a pool not built with `fifo()`: scope tasks spawned here take the
-    /// two-word path through our join deque (`spawns_by_ref`).
+    /// How `execute` runs a task, and whether `join` goes through `joins`.
+    mode: RunMode,
+    /// What we take from the shared queues and other workers: the probe, the held ring,
+    /// the bundles taken up, the steals' random start.
+    taker: Taker,
+    /// Jobs from outside taken as the pool got paused, run first after the resume
+    /// (`keep_for_resume`).
+    kept: Kept,
+    /// The running task's lane, the per-lane virtual clocks and the task's times.
+    clock: LaneClock,
+    /// Capacity units of started `RESERVED` jobs not given back yet.
+    units: HeldUnits,
+    /// How scope tasks spawned here are queued, and their blocks and units kept here.
+    scope: ScopeCache,
+}
+
+/// What a worker keeps for the scopes whose tasks it spawns and runs.
+struct ScopeCache {
+    /// In `RunMode::Plain`, in a pool not built with `fifo()`: scope tasks spawned here take
+    /// the two-word path through our join deque (`WorkerThread::spawns_by_ref`).
     spawns_by_ref: bool,
-    /// One lane with latency tracking: `execute` times the task and nothing else
-    /// (`run_timed`).
-    timed: bool,
-    /// Started `RESERVED` jobs whose `pending` units are not given back yet.
-    unflushed: Cell<usize>,
-    /// The lane of the task running now: what it submits inherits it.
-    lane: Cell<usize>,
-    /// Per lane, this worker's virtual clock (lanes > 1): run time charged to the lane,
-    /// scaled by its stride. The lane furthest behind is served next.
-    vtime: Box<[Cell<u64>]>,
-    /// Run time of tasks nested inside the running one (`join`, `scope` waits), so the outer
-    /// task is charged only its own.
-    nested_ns: Cell<u64>,
-    /// In a one-lane pool with latency tracking, when the last task run here ended
-    /// (`Registry::now_ns`), while this worker has done nothing since but take the next one;
-    /// 0 otherwise. `run_timed` starts the next task's clock there instead of reading it
-    /// again.
-    last_end: Cell<u64>,
-    /// When the running task started (`Registry::now_ns`; lanes > 1 only), for
-    /// `yield_to_lanes`.
-    task_start: Cell<u64>,
-    /// Per lane, the bundle we took up last, to claim its jobs from without a trip through
-    /// our deque (`claim_taken`). Only a handle: the bundle's entry stays in a queue for
-    /// as long as it has jobs, so dropping this loses nothing.
-    taken: Box<[RefCell<Option<TakenBundle>>]>,
-    /// Bit `lane` set while `taken[lane]` holds a bundle: one load and test on every take
-    /// instead of a `RefCell` borrow.
-    holding: Cell<u32>,
     /// Free blocks for the scope tasks spawned here (`spawns_by_ref`), and for those run here
     /// to give theirs back to.
     blocks: Blocks,
     /// Units of a scope's count kept from its tasks that ended here (`latch::Credit`).
     credit: Credit,
-}
-
-/// A bundle a worker claims jobs from (`WorkerThread::taken`).
-struct TakenBundle {
-    bundle: Arc<Bundle>,
 }
 
 /// Why `main_loop` returned.
@@ -225,29 +199,21 @@ pub(crate) fn run(
         .set_state(WorkerState::Running);
     ready(pinned);
     let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.shards.worker(index));
+    let mode = RunMode::of(lanes, registry.latency.is_some());
     let worker = WorkerThread {
-        plain: lanes == 1 && registry.latency.is_none(),
-        spawns_by_ref: lanes == 1 && registry.latency.is_none() && !registry.cfg.fifo,
-        timed: lanes == 1 && registry.latency.is_some(),
+        mode,
         index,
         locals,
         joins,
-        rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ ((index as u64 + 1) << 17)),
-        probe: Cell::new(index),
-        held_ring: Cell::new(crate::submitq::INJECTOR),
-        held_left: Cell::new(0),
-        kept: RefCell::new(VecDeque::new()),
-        kept_set: Cell::new(false),
-        unflushed: Cell::new(0),
-        lane: Cell::new(0),
-        vtime: (0..lanes).map(|_| Cell::new(0)).collect(),
-        nested_ns: Cell::new(0),
-        last_end: Cell::new(0),
-        task_start: Cell::new(0),
-        taken: (0..lanes).map(|_| RefCell::new(None)).collect(),
-        holding: Cell::new(0),
-        blocks: Blocks::new(),
-        credit: Credit::new(),
+        taker: Taker::new(index, lanes),
+        kept: Kept::new(),
+        clock: LaneClock::new(lanes),
+        units: HeldUnits::new(),
+        scope: ScopeCache {
+            spawns_by_ref: mode.is_plain() && !registry.cfg.fifo,
+            blocks: Blocks::new(),
+            credit: Credit::new(),
+        },
         shard,
         registry,
     };
@@ -308,7 +274,7 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
         worker.run_what_the_stop_hook_left();
     }
     debug_assert!(
-        canary(Canary::Credit) || worker.credit.is_empty(),
+        canary(Canary::Credit) || worker.credit().is_empty(),
         "flock: a worker left holding a scope's units"
     );
     worker.shard().stats.set_state(WorkerState::Stopped);
@@ -369,25 +335,25 @@ impl WorkerThread {
     /// This worker's cache of blocks for scope tasks (`slab.rs`).
     #[inline]
     pub(crate) fn blocks(&self) -> &Blocks {
-        &self.blocks
+        &self.scope.blocks
     }
 
     /// The units of a scope's count this worker holds (`latch::Credit`).
     #[inline]
     pub(crate) fn credit(&self) -> &Credit {
-        &self.credit
+        &self.scope.credit
     }
 
     /// The lane of the task running now.
     #[inline]
     pub(crate) fn lane(&self) -> usize {
-        self.lane.get()
+        self.clock.lane()
     }
 
     /// The lane a task submitted here goes to: `lane`, or if `None` the running task's.
     #[inline]
     pub(crate) fn local_lane(&self, lane: Option<usize>) -> usize {
-        lane.unwrap_or(self.lane.get())
+        lane.unwrap_or(self.clock.lane())
     }
 
     #[inline]
@@ -474,7 +440,7 @@ impl WorkerThread {
     /// store, so this load sees `PAUSED`. Jobs spawned by running tasks still run (a `join`
     /// or `scope` may be waiting for them, as in `wait_until`). Returns whether it ran the
     /// job.
-    #[inline]
+    #[inline(never)]
     fn execute_unless_paused(&self, job: Job, lane: usize) -> bool {
         if job.flags() & INJECTED != 0 && Crew::paused(self.registry.crew.control()) {
             self.keep_for_resume(job, lane);
@@ -494,8 +460,7 @@ impl WorkerThread {
     /// that goes idle, we tell the waiters (`go_idle`'s pairing).
     #[cold]
     pub(crate) fn keep_for_resume(&self, job: Job, lane: usize) {
-        self.kept.borrow_mut().push_back((job, lane));
-        self.kept_set.set(true);
+        self.kept.push(job, lane);
         let reg = &*self.registry;
         reg.queues.lane(lane).keep_one();
         // Pairs with the waiter's SeqCst `waiters` increment, as in `go_idle`.
@@ -508,9 +473,7 @@ impl WorkerThread {
     /// The oldest job we keep from a pause, if any (`find_work` hands it out first).
     #[cold]
     pub(crate) fn take_kept(&self) -> Option<(Job, usize)> {
-        let mut kept = self.kept.borrow_mut();
-        let oldest = kept.pop_front();
-        self.kept_set.set(!kept.is_empty());
+        let oldest = self.kept.pop_oldest();
         if let Some((_, lane)) = oldest {
             self.registry.queues.lane(lane).unkeep_one();
         }
@@ -582,12 +545,11 @@ impl WorkerThread {
         }
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
         // while it has jobs: letting go of our handle leaves them to the others there.
-        for taken in self.taken.iter() {
-            if let Some(taken) = taken.borrow_mut().take() {
-                reg.release_bundle(taken.bundle);
+        for lane in 0..self.locals.len() {
+            if let Some(bundle) = self.taker.let_go(lane) {
+                reg.release_bundle(bundle);
             }
         }
-        self.holding.set(0);
         let mut moved = Vec::new();
         // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
         moved.extend(self.take_all_kept());
@@ -627,7 +589,7 @@ impl WorkerThread {
     /// waking the workers as for any hand-back (`Registry::hand_back`).
     /// Returns whether there was any.
     fn hand_back_kept(&self) -> bool {
-        if !self.kept_set.get() {
+        if !self.kept.any() {
             return false;
         }
         self.registry.hand_back(self.take_all_kept());
@@ -635,7 +597,7 @@ impl WorkerThread {
     }
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
-    /// sleep/README.md by waking one more worker if work is still queued (the chain).
+    /// docs/protocol.md by waking one more worker if work is still queued (the chain).
     ///
     /// "Queued" means in any queue, other workers' deques included: jobs a task spawned
     /// there are found only by a searcher if that worker then runs a long (or blocking)
@@ -665,10 +627,10 @@ impl WorkerThread {
     /// Out of work: give back capacity units and tell `wait()`ers.
     fn go_idle(&self) {
         // Units of a scope kept from its tasks: nothing runs here now that could give them
-        // back later (sleep/README.md, "Scope counts held by workers").
-        self.credit.settle();
+        // back later (docs/protocol.md, "Scope counts held by workers").
+        self.credit().settle();
         // What comes next does not start where the last task ended (`run_timed`).
-        self.last_end.set(0);
+        self.clock.clear_last_end();
         self.flush_reservations();
         // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
@@ -678,7 +640,7 @@ impl WorkerThread {
         }
     }
 
-    /// Steps 1-5 of "Parking" in sleep/README.md.
+    /// Steps 1-5 of "Parking" in docs/protocol.md.
     fn park(&self, searching: bool) -> Parked {
         let reg = &*self.registry;
         let sleep = &reg.sleep;
@@ -688,7 +650,7 @@ impl WorkerThread {
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
         let control = reg.crew.control();
-        let kept = self.kept_set.get();
+        let kept = self.kept.any();
         let retire = self.retires(control);
         // The re-check of step 3. The `recheck` canary removes it to prove the loom models
         // catch a lost wake-up (scripts/loom.sh). While paused, queued work is not ours to

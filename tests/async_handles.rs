@@ -280,7 +280,7 @@ fn submit_async_waits_for_room_where_submit_is_refused() {
 }
 
 /// A submitter that found the queue full is woken at the low-water mark, `capacity -
-/// capacity / 32` (sleep/README.md, "Backpressure"), not at the first task started: with
+/// capacity / 32` (docs/protocol.md, "Backpressure"), not at the first task started: with
 /// capacity 64, not when the queue goes 64 -> 63 or 63 -> 62, but at 62 -> 61. Waking at the
 /// first room made a submitter that keeps the queue full sleep and wake once per flush of
 /// the workers (~600 times a `cpu-1us` run), for a few tasks at a time.

@@ -184,7 +184,7 @@ fn scope_after_shutdown_still_completes_on_the_caller() {
 /// spawns into that scope (`scope::Credit`). It must give them back before it runs a task
 /// of anything else: here, on the only worker, a task that waits for the scope to return
 /// runs right after the scope's last task, so the scope completes only if the worker gave
-/// the units back first (sleep/README.md, "Scope counts held by workers").
+/// the units back first (docs/protocol.md, "Scope counts held by workers").
 #[test]
 fn a_worker_gives_back_a_scopes_units_before_it_runs_other_work() {
     watchdog(30, "scope units held while other work runs", || {

@@ -1,6 +1,6 @@
 //! A worker that waits inside a task (`join`, a scope's end, `JoinHandle::join`) stays a full
 //! worker: it runs its own pool's tasks, new work and `resume` reach it, and it parks only
-//! as a listed sleeper that the awaited latch's set also wakes (src/sleep/README.md, "Waiting
+//! as a listed sleeper that the awaited latch's set also wakes (docs/protocol.md, "Waiting
 //! workers"). Each test is a case of issue 14 that hung or failed before.
 mod common;
 

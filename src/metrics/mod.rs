@@ -99,7 +99,7 @@ pub struct Stats {
     /// ([`Pool::uses_membarrier`](crate::Pool::uses_membarrier)). *(stats)*
     pub park_attempts: u64,
     /// Read-modify-writes of the sleep protocol's shared state word (searching and sleeping
-    /// workers; see the protocol's README): a cache line every worker reads. *(stats)*
+    /// workers; see docs/protocol.md): a cache line every worker reads. *(stats)*
     pub sleep_word_writes: u64,
     /// Pushes onto a worker's own deque that found a sleeping worker and so took the fenced
     /// path that may wake one. *(stats)*

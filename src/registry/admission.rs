@@ -75,7 +75,7 @@ impl Registry {
     /// or counted, and the caller registers for room and tries again.
     pub(crate) fn try_admit_async(&self, shard: &Shard) -> Result<Option<Route>, RejectReason> {
         let reserved = self.gate.is_bounded();
-        // SeqCst: this is the re-check of sleep/README.md's "Backpressure" handshake (the
+        // SeqCst: this is the re-check of docs/protocol.md's "Backpressure" handshake (the
         // caller registered its waker before), paired with `release_pending`'s RMW + load.
         if reserved && !self.gate.try_reserve(Ordering::SeqCst) {
             // Shutdown wakes the room wakers after raising the flag: a waiter that

@@ -185,7 +185,7 @@ impl Registry {
     /// apart) and wakes workers for them. A spawned job among them wakes every sleeper: a task
     /// may wait for it in `join` or `scope`, also while the pool is paused, when only a
     /// waiting worker takes it, and the one `notify_new_work_n` chose could be an idle worker,
-    /// which parks again without passing the wake on (sleep/README.md, "Spawned jobs handed
+    /// which parks again without passing the wake on (docs/protocol.md, "Spawned jobs handed
     /// back").
     pub(crate) fn hand_back(&self, jobs: impl IntoIterator<Item = (Job, usize)>) {
         let mut n = 0;
@@ -285,7 +285,7 @@ impl Registry {
             .shared()
             .push_submitted_with(count, flags, stamp, make);
         if let Some(reserve) = &self.lane_reserve {
-            // The reserve's wake-up test relies on F1 (sleep/README.md, "The lane
+            // The reserve's wake-up test relies on F1 (docs/protocol.md, "The lane
             // reserve"), so a pool with one pays it on every push.
             self.sleep.notify_new_work();
             reserve.notify(self, lane);

@@ -2,7 +2,7 @@
 //! the submitters blocked waiting for room, sync (`room_lock`, `room_cond`) and async
 //! (`room_wakers`, `src/admit.rs`), the low-water mark that wakes them, and the helper
 //! threads `Backpressure::SpawnThread` may have running. Why no wake-up for room is lost is
-//! sleep/README.md, "Backpressure".
+//! docs/protocol.md, "Backpressure".
 //!
 //! What crosses owners (entering a task on a shard, the shutdown check, counting a refusal)
 //! stays on `Registry` (`registry/admission.rs`), which passes in what a step needs.
@@ -16,7 +16,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 pub(crate) struct Gate {
-    /// Tasks accepted from outside and not yet started (may overstate; see sleep/README.md).
+    /// Tasks accepted from outside and not yet started (may overstate; see docs/protocol.md).
     pending: CachePadded<AtomicUsize>,
     /// Submitters blocked waiting for room.
     blocked: CachePadded<AtomicUsize>,
@@ -105,7 +105,7 @@ impl Gate {
     /// Adds a unit to `pending`, kept if it was below capacity, else taken back. The taking
     /// back is a decrement like a release's: if releases ran between our add and it, it can
     /// be the one that takes `pending` below the low-water mark (`room_mark`), and then it
-    /// must wake blocked submitters in their stead (`Reserved::Crossed`; sleep/README.md,
+    /// must wake blocked submitters in their stead (`Reserved::Crossed`; docs/protocol.md,
     /// "Backpressure").
     #[inline]
     fn reserve_or_undo(&self, order: Ordering) -> Reserved {
@@ -298,7 +298,7 @@ enum Reserved {
 /// capacity and go through it.
 const ROOM_SLACK: usize = if cfg!(flock_loom) { 2 } else { 32 };
 
-/// Where `release_pending` wakes blocked submitters (sleep/README.md, "Backpressure"):
+/// Where `release_pending` wakes blocked submitters (docs/protocol.md, "Backpressure"):
 /// `capacity - capacity / 32`, so below 32 at the first room. A submitter that keeps the
 /// queue full then sleeps and wakes once per `capacity / 32` tasks started, not once per
 /// flush of a worker (`flush_threshold`, at most 64).

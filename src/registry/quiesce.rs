@@ -2,7 +2,7 @@
 //! a task reported, `wait()`ers told when the outstanding count may have reached zero, and
 //! the wait itself. `Quiet` (`registry/quiet.rs`) owns the waiters; the steps here cross
 //! owners (the shards' counts, the shutdown flag, the sleepers, the queues a paused wait
-//! looks at; sleep/README.md, "`wait()` and shutdown").
+//! looks at; docs/protocol.md, "`wait()` and shutdown").
 
 use super::quiet::{QuietOutcome, QuietWaiter};
 use super::{Registry, RUNNING};
@@ -36,7 +36,7 @@ impl Registry {
     /// during shutdown wake parked workers so they re-check whether they may exit.
     pub(crate) fn after_finish_off_worker(&self) {
         // Pairs with the waiter's SeqCst registration in `Quiet::wait` and with F2 of a
-        // parking worker (sleep/README.md, "Other events that wake workers").
+        // parking worker (docs/protocol.md, "Other events that wake workers").
         fence(Ordering::SeqCst);
         if self.quiet.has_waiters() {
             self.notify_waiters();

@@ -1,7 +1,7 @@
 //! `Quiet`, the owner of the shutdown handshake and of `wait()`: the progress counts every
 //! task goes through (`Progress`: entered, then revoked or finished), the `CLOSED` bit that
 //! closes the pool to new entries, the outstanding count computed from them, and the
-//! threads and futures waiting for that count to reach zero (sleep/README.md, "`wait()` and
+//! threads and futures waiting for that count to reach zero (docs/protocol.md, "`wait()` and
 //! shutdown").
 //!
 //! The counts sit on the per-worker shards (`registry/shards.rs`), beside the statistics,
@@ -122,7 +122,7 @@ pub(crate) struct Quiet {
     /// Threads in `wait`, and `poll` futures registered (`Pool::wait_async`).
     waiters: AtomicUsize,
     /// The quiet generation: how many times a thread holding this lock saw nothing
-    /// outstanding while someone waited (sleep/README.md, "`wait()` and shutdown"). A waiter
+    /// outstanding while someone waited (docs/protocol.md, "`wait()` and shutdown"). A waiter
     /// whose generation moved on returns, whatever the pool does since.
     wait_lock: Mutex<u64>,
     wait_cond: Condvar,

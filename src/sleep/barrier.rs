@@ -1,5 +1,5 @@
 //! The asymmetric barrier between a worker's unfenced local push and a parking worker's
-//! re-check (`README.md`, "Local pushes and the asymmetric barrier").
+//! re-check (`docs/protocol.md`, "Local pushes and the asymmetric barrier").
 //!
 //! The heavy side, `before_recheck`, runs on the rare path (a worker about to park): on
 //! Linux it is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which returns only after
@@ -67,7 +67,7 @@ impl Barrier {
             // the compiler must keep the push's store before the state's load.
             compiler_fence(Ordering::SeqCst);
         } else if !canary(Canary::Push) {
-            // Pairs with F2 of a parking worker (README.md, "Why no wake-up is lost").
+            // Pairs with F2 of a parking worker (docs/protocol.md, "Why no wake-up is lost").
             // The `push` canary removes it so that the loom model of a task that
             // blocks after a local push must fail (scripts/loom.sh).
             fence(Ordering::SeqCst);

@@ -1,5 +1,5 @@
 //! Idle workers: searching, parking and waking. The protocol, with the argument for why no
-//! wake-up is lost, is in `README.md` beside this file; the two change together.
+//! wake-up is lost, is in `docs/protocol.md` ("Sleep"); the two change together.
 
 use crate::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
@@ -22,7 +22,7 @@ fn sleeping(state: u64) -> u64 {
 pub(crate) const MAX_WORKERS: usize = 1 << 16;
 
 pub(crate) struct Sleep {
-    /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see README.md).
+    /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see docs/protocol.md).
     state: CachePadded<AtomicU64>,
     sleepers: Mutex<Vec<usize>>,
     parkers: Box<[CachePadded<Parker>]>,
@@ -87,7 +87,7 @@ impl Sleep {
 
     /// A searcher found a task. Returns true if it was the last searcher, in which case it
     /// must re-check the queues (and call `wake_one` if work is left) — the promise in
-    /// README.md.
+    /// docs/protocol.md.
     pub(crate) fn transition_from_searching(&self) -> bool {
         let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
         self.count_write();
@@ -117,7 +117,7 @@ impl Sleep {
         // re-check sees its job.
         fence(Ordering::SeqCst);
         // The heavy side of the asymmetric barrier: pairs with the light side of every
-        // local push (`notify_local_work`), README.md "Local pushes".
+        // local push (`notify_local_work`), docs/protocol.md "Local pushes".
         self.barrier.before_recheck();
     }
 
@@ -153,7 +153,7 @@ impl Sleep {
     /// After pushing to the injector: wake one sleeper unless someone is searching (F1).
     pub(crate) fn notify_new_work(&self) {
         // F1: pairs with F2 (`announce_parked`) and with the fence in
-        // `transition_from_searching`; see README.md, "Why no wake-up is lost".
+        // `transition_from_searching`; see docs/protocol.md, "Why no wake-up is lost".
         fence(Ordering::SeqCst);
         let state = self.state.load(Ordering::Relaxed);
         if searching(state) == 0 && sleeping(state) > 0 {
@@ -208,7 +208,7 @@ impl Sleep {
         }
     }
 
-    /// After a worker pushed onto its own deque (README.md, "Local pushes and the
+    /// After a worker pushed onto its own deque (docs/protocol.md, "Local pushes and the
     /// asymmetric barrier"): with nobody asleep, one load and no fence; otherwise the test
     /// of `notify_new_work`, behind its F1. Returns whether someone was asleep (the fenced
     /// path was taken), for `Stats::local_push_wake_checks`.
@@ -228,7 +228,7 @@ impl Sleep {
     /// After a submitter pushed one job onto an injector, in a pool without a lane reserve:
     /// the light side of the asymmetric barrier, as after a local push. A parking worker's
     /// membarrier orders every thread of the process, not only the workers, and its re-check
-    /// reads the injectors as it reads the deques, so the argument of README.md's "Local
+    /// reads the injectors as it reads the deques, so the argument of docs/protocol.md's "Local
     /// pushes and the asymmetric barrier" holds for any pusher: F1 is paid only when
     /// someone sleeps.
     ///
@@ -237,8 +237,8 @@ impl Sleep {
     /// `notify_new_work`), and also when the searchers are fewer than the queued jobs. A burst
     /// of submits from one thread then wakes a second worker from the submitter as soon as a
     /// second job waits, instead of from the first worker once it found work (the searchers'
-    /// chain): on this 2-vCPU machine that wake queued behind its waker until the waker went
-    /// idle (`burst`, docs/bench.md). Still at most one wake per submit, and only for a job
+    /// chain), whose wake can queue behind its waker until the waker goes idle where CPUs are
+    /// few (the `burst` workload). Still at most one wake per submit, and only for a job
     /// that no awake searcher is there to take.
     #[inline]
     pub(crate) fn notify_injected(&self, queued: impl FnOnce() -> usize) {

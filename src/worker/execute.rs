@@ -3,7 +3,7 @@
 //! timed one (`run_timed`: one lane, latency) or the tracked one (`run_tracked`: lanes);
 //! then the end-of-task accounting (how it ended, capacity units given back).
 
-use super::WorkerThread;
+use super::{RunMode, WorkerThread};
 use crate::job::{Job, JobRef, Outcome, BUNDLE, COUNTED, DISCARDABLE, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat, WorkerState};
 use crate::registry::Progress;
@@ -15,7 +15,7 @@ impl WorkerThread {
     pub(crate) fn execute(&self, job: Job, lane: usize) {
         debug_assert_eq!(job.flags() & BUNDLE, 0, "bundles are taken up, never run");
         // Before any task but one of the scope whose units we hold (those come through
-        // `execute_ref`): it might wait for that scope (sleep/README.md, "Scope counts held
+        // `execute_ref`): it might wait for that scope (docs/protocol.md, "Scope counts held
         // by workers").
         self.credit().settle();
         let shard = self.shard();
@@ -32,13 +32,11 @@ impl WorkerThread {
             return;
         }
         let counted = flags & COUNTED != 0;
-        if self.plain {
-            return self.run_plain(job, counted);
+        match self.mode {
+            RunMode::Plain => self.run_plain(job, counted),
+            RunMode::Timed => self.run_timed(job, counted),
+            RunMode::Lanes => self.run_tracked(job, lane, counted),
         }
-        if self.timed {
-            return self.run_timed(job, counted);
-        }
-        self.run_tracked(job, lane, counted);
     }
 
     /// Runs an entry of a join deque: a join half (not counted) or a scope task of a pool
@@ -48,12 +46,12 @@ impl WorkerThread {
     #[inline(always)]
     pub(crate) fn execute_ref(&self, job: JobRef) {
         debug_assert!(
-            self.plain || !job.counted(),
+            self.mode.is_plain() || !job.counted(),
             "counted entries need `run_plain`"
         );
         let counted = job.counted();
         // No `run_timed` here: the next task starts its own clock.
-        self.last_end.set(0);
+        self.clock.clear_last_end();
         if !counted {
             // A join half: as in `execute`. (A scope task gives back units of any other
             // scope itself, `run_task_keeping_unit`.)
@@ -86,16 +84,14 @@ impl WorkerThread {
     /// A task that follows another here with nothing in between but taking it from its
     /// queue starts its clock where the other ended (`last_end`), or where it was queued if
     /// that is later: one clock reading per task instead of two, and the run time counts
-    /// the taking (tens of nanoseconds; one reading of the time-stamp counter costs 9 ns alone
-    /// and 11–12 ns right after the task's locked instructions on the test guest,
-    /// `drain_probe clock`; this reading is most of what latency tracking costs a task,
-    /// docs/bench.md). Any other path a worker takes between tasks (finding nothing, an
+    /// the taking (tens of nanoseconds; a clock reading is most of what latency tracking
+    /// costs a task, `drain_probe clock` measures it). Any other path a worker takes between tasks (finding nothing, an
     /// uncounted job) clears `last_end`, so idle time is never counted as a task's.
     #[inline]
     fn run_timed(&self, job: Job, counted: bool) {
         // Taken: a task that runs nested inside this one (a join's wait) must not start
         // where the task before this one ended.
-        let last_end = self.last_end.replace(0);
+        let last_end = self.clock.take_last_end();
         if !counted {
             return self.run_plain(job, false);
         }
@@ -112,7 +108,7 @@ impl WorkerThread {
         };
         let now = reg.now_ns();
         // Tasks this one ran nested (while it waited) cleared it: ours is the latest end.
-        self.last_end.set(now.max(1));
+        self.clock.set_last_end(now);
         let run = now.saturating_sub(start);
         if let Some(latency) = &reg.latency {
             let mine = latency.worker(self.index);
@@ -147,9 +143,7 @@ impl WorkerThread {
         let reg = &*self.registry;
         let queued_at = job.queued_at_ns();
         let start = (lanes || (counted && reg.latency.is_some())).then(|| reg.now_ns());
-        let outer_lane = self.lane.replace(lane);
-        let outer_nested = self.nested_ns.replace(0);
-        let outer_start = self.task_start.replace(start.unwrap_or(0));
+        let outer = self.clock.enter(lane, start.unwrap_or(0));
         // Tell the lane reserve which lane we run (a nested task's lane while it runs).
         let outer_weight = reg.lane_reserve.as_ref().map(|r| {
             let weight = reg.cfg.lanes[lane].1 as usize;
@@ -161,12 +155,10 @@ impl WorkerThread {
         if let (Some(reserve), Some(weight)) = (&reg.lane_reserve, outer_weight) {
             reserve.publish(self.index, weight);
         }
-        self.lane.set(outer_lane);
-        self.task_start.set(outer_start);
-        let inner_ns = self.nested_ns.get();
+        let inner_ns = self.clock.leave(&outer);
         let end = self.end_of(result);
         let Some(start) = start else {
-            self.nested_ns.set(outer_nested);
+            self.clock.set_nested_ns(outer.nested_ns);
             if let (true, Some(end)) = (counted, end) {
                 shard.progress.add_owned(end, 1);
             }
@@ -174,7 +166,7 @@ impl WorkerThread {
         };
         let total = reg.now_ns().saturating_sub(start);
         // Our whole run counts as nested time of the task we run inside, if any.
-        self.nested_ns.set(outer_nested + total);
+        self.clock.set_nested_ns(outer.nested_ns + total);
         let counted_end = if counted { end } else { None };
         if let (Some(latency), Some(_)) = (&reg.latency, counted_end) {
             let mine = latency.worker(self.index);
@@ -209,17 +201,13 @@ impl WorkerThread {
     /// A reserved task started here: its unit of capacity is given back with the next lot
     /// (`flush_threshold` units, or when this worker runs out of work).
     pub(crate) fn note_reservation_started(&self) {
-        let n = self.unflushed.get() + 1;
-        if n >= self.registry.gate.flush_threshold() {
-            self.unflushed.set(0);
+        if let Some(n) = self.units.add_one(self.registry.gate.flush_threshold()) {
             self.registry.gate.release_pending(n);
-        } else {
-            self.unflushed.set(n);
         }
     }
 
     pub(super) fn flush_reservations(&self) {
-        let n = self.unflushed.replace(0);
+        let n = self.units.take_all();
         if n > 0 {
             self.registry.gate.release_pending(n);
         }

@@ -6,17 +6,13 @@
 //! inside a task.
 //! What is found is run by `worker/execute.rs`.
 
-use super::{TakenBundle, WorkerThread};
+use super::WorkerThread;
 use crate::deque::Steal;
 use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
 use crate::registry::Crew;
 use crate::submitq::INJECTOR;
 use crate::sync::Arc;
-
-/// The most jobs a worker takes in a row from the ring it holds (`take_held_ring`) before
-/// it looks at every source of the lane again.
-const HOLD_TAKES: u32 = 32;
 
 impl WorkerThread {
     /// The bundle we took up last, then our own deque, then (one lane) the submitter's ring
@@ -28,7 +24,7 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         // A job kept from a pause first: it was taken before anything we take now.
-        if self.kept_set.get() {
+        if self.kept.any() {
             return self.take_kept();
         }
         if self.locals.len() == 1 {
@@ -47,15 +43,15 @@ impl WorkerThread {
     /// The next job of the submitter's ring we took our last job from (one-lane pools), if
     /// we still hold it: `find_work_beyond_own` would look at our join deque and the
     /// broadcast mailbox first, so we do too (two loads), and then it would scan every
-    /// source of the lane (callgrind: ~70 instructions an outside task). Held for
-    /// `HOLD_TAKES` takes at most, so the other rings and the injector are looked at too.
+    /// source of the lane. Held for `HOLD_TAKES` takes at most (`worker/taker.rs`), so the
+    /// other rings and the injector are looked at too.
     #[inline]
     fn take_held_ring(&self) -> Option<Job> {
-        let ring = self.held_ring.get();
+        let ring = self.taker.held_ring();
         if ring == INJECTOR {
             return None;
         }
-        let left = self.held_left.get();
+        let left = self.taker.held_left();
         // The front of the lane's shared queue (the rest of a batch taken up) comes before
         // every ring: `take_from_lane_shared` looks there first.
         if left == 0
@@ -63,20 +59,20 @@ impl WorkerThread {
             || self.registry.queues.mailboxes().has(self.index)
             || !self.registry.queues.lane(0).shared().front_is_empty()
         {
-            self.held_ring.set(INJECTOR);
+            self.taker.let_go_of_ring();
             return None;
         }
         match self.registry.queues.lane(0).shared().steal_ring(ring) {
             Some(job) if job.flags() & BUNDLE == 0 => {
-                self.held_left.set(left - 1);
+                self.taker.took_from_ring(left);
                 Some(job)
             }
             Some(entry) => {
-                self.held_ring.set(INJECTOR);
+                self.taker.let_go_of_ring();
                 self.take_up(entry, 0)
             }
             None => {
-                self.held_ring.set(INJECTOR);
+                self.taker.let_go_of_ring();
                 None
             }
         }
@@ -123,10 +119,7 @@ impl WorkerThread {
     /// deque or its shared queue.
     fn lane_has_work(&self, lane: usize) -> bool {
         !(self.locals[lane].is_empty() && self.registry.queues.lane(lane).shared().is_empty())
-            || self.taken[lane]
-                .borrow()
-                .as_ref()
-                .is_some_and(|c| c.bundle.remaining() > 0)
+            || self.taker.has_left(lane)
     }
 
     /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
@@ -135,7 +128,7 @@ impl WorkerThread {
     /// when it gets busy it is served at once but cannot then crowd the others out).
     #[inline(never)]
     fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
-        let vt = &self.vtime;
+        let vt = self.clock.vtime();
         let mut best: Option<usize> = None;
         let mut idle = 0u32;
         for lane in 0..self.locals.len() {
@@ -217,24 +210,23 @@ impl WorkerThread {
     /// bundle is let go.
     #[inline]
     fn claim_taken(&self, lane: usize) -> Option<Job> {
-        if self.holding.get() & (1 << lane) == 0 {
+        if !self.taker.holds(lane) {
             return None; // the common case: no bundle taken up in this lane
         }
         self.claim_taken_cold(lane)
     }
 
+    /// `claim_taken` once we hold a bundle: out of line, so the common take pays no frame
+    /// for it.
+    #[inline(never)]
     fn claim_taken_cold(&self, lane: usize) -> Option<Job> {
-        let mut slot = self.taken[lane].borrow_mut();
-        let taken = slot.as_ref()?;
-        if let Some(job) = taken.bundle.claim() {
-            drop(slot);
+        if let Some(job) = self.taker.claim(lane) {
             self.count_claim(lane);
             return Some(job);
         }
-        let done = slot.take().expect("checked above");
-        drop(slot);
-        self.holding.set(self.holding.get() & !(1 << lane));
-        self.registry.release_bundle(done.bundle);
+        if let Some(done) = self.taker.let_go(lane) {
+            self.registry.release_bundle(done);
+        }
         None
     }
 
@@ -255,10 +247,8 @@ impl WorkerThread {
 
     /// Claims the rest of `bundle` through our handle from now on (`claim_taken`).
     fn hold(&self, lane: usize, bundle: Arc<Bundle>) {
-        let previous = self.taken[lane].replace(Some(TakenBundle { bundle }));
-        self.holding.set(self.holding.get() | 1 << lane);
-        if let Some(previous) = previous {
-            self.registry.release_bundle(previous.bundle);
+        if let Some(previous) = self.taker.hold(lane, bundle) {
+            self.registry.release_bundle(previous);
         }
     }
 
@@ -272,7 +262,7 @@ impl WorkerThread {
     /// Never lost: while a bundle has jobs left, its one entry is in a queue (or in the hands
     /// of a worker here, which puts it back before it runs anything), so a worker that runs
     /// a long task, or waits for one of its siblings, leaves them to the others, as a deque
-    /// would. The entry is put back before the wake (F1 of sleep/README.md, as in
+    /// would. The entry is put back before the wake (F1 of docs/protocol.md, as in
     /// `submit_local_batch`).
     fn take_up(&self, entry: Job, lane: usize) -> Option<Job> {
         let reg = &*self.registry;
@@ -315,9 +305,9 @@ impl WorkerThread {
             return 0;
         }
         let reg = &*self.registry;
-        let current = self.lane.get();
-        let weight = reg.cfg.lanes[current].1;
-        let vt = &self.vtime;
+        let running = self.clock.lane();
+        let weight = reg.cfg.lanes[running].1;
+        let vt = self.clock.vtime();
         let mut ran = 0;
         loop {
             // First what is cheap: is any heavier lane's queue non-empty?
@@ -330,13 +320,10 @@ impl WorkerThread {
             if heavier == 0 || Crew::paused(reg.crew.control()) {
                 return ran;
             }
-            let own = reg
-                .now_ns()
-                .saturating_sub(self.task_start.get())
-                .saturating_sub(self.nested_ns.get());
-            let ours = vt[current]
+            let own = self.clock.own_ns(reg.now_ns());
+            let ours = vt[running]
                 .get()
-                .wrapping_add(own.clamp(1, 1 << 40) * reg.queues.lane(current).stride());
+                .wrapping_add(own.clamp(1, 1 << 40) * reg.queues.lane(running).stride());
             let mut due: Option<usize> = None;
             for lane in (0..lanes).filter(|l| heavier & (1 << l) != 0) {
                 if behind(vt[lane].get(), ours)
@@ -360,10 +347,8 @@ impl WorkerThread {
 
     /// Charges `ns` of run time to `lane`'s virtual clock.
     pub(super) fn charge(&self, lane: usize, ns: u64) {
-        // Capped at 2^40 ns (18 minutes) so the product fits: the stride is at most 2^16.
-        let cost = ns.clamp(1, 1 << 40) * self.registry.queues.lane(lane).stride();
-        let clock = &self.vtime[lane];
-        clock.set(clock.get().wrapping_add(cost));
+        self.clock
+            .charge(lane, ns, self.registry.queues.lane(lane).stride());
     }
 
     /// The oldest entry of `lane`'s shared queue. One at a time, never a batch into our
@@ -373,8 +358,7 @@ impl WorkerThread {
     /// `test_shrink`). Bulk submissions keep their amortisation through bundles, whose rest
     /// waits on the queue's front (`take_up`).
     fn steal_from_injector(&self, lane: usize) -> Option<Job> {
-        let start = self.probe.get();
-        self.probe.set(start.wrapping_add(1));
+        let start = self.taker.next_probe();
         // Counted in `execute` (the `INJECTED` flag).
         let (job, source) = self
             .registry
@@ -384,8 +368,7 @@ impl WorkerThread {
             .steal_noting(start)?;
         if self.locals.len() == 1 {
             // Look there first next time (`take_held_ring`); `INJECTOR` holds nothing.
-            self.held_ring.set(source);
-            self.held_left.set(HOLD_TAKES);
+            self.taker.hold_ring(source);
         }
         Some(job)
     }
@@ -399,7 +382,7 @@ impl WorkerThread {
         if n < 2 {
             return None;
         }
-        let start = self.next_random() as usize % n;
+        let start = self.taker.next_random() as usize % n;
         loop {
             let mut retry = false;
             for k in 0..n {
@@ -443,16 +426,6 @@ impl WorkerThread {
             }
             std::hint::spin_loop();
         }
-    }
-
-    fn next_random(&self) -> u64 {
-        // xorshift64: cheap, per worker, good enough to spread victims.
-        let mut x = self.rng.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng.set(x);
-        x
     }
 }
 

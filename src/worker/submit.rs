@@ -13,21 +13,21 @@ impl WorkerThread {
     /// shared read-modify-write.
     #[inline]
     pub(crate) fn push_local(&self, job: Job) {
-        self.locals[self.lane.get()].push(job);
+        self.locals[self.clock.lane()].push(job);
         self.shard().stats.stat_owned(Stat::LocalPushes, 1);
         self.notify_local_work();
     }
 
     /// Whether `join` takes the two-word path through our join deque (`join.rs`): in a pool
-    /// with one lane. With lanes, a join's second half goes onto the lane's deque as a `Job`,
-    /// so that whoever runs it runs it in its lane.
+    /// with one lane (`RunMode::joins_by_ref`). With lanes, a join's second half goes onto
+    /// the lane's deque as a `Job`, so that whoever runs it runs it in its lane.
     #[inline]
     pub(crate) fn joins_by_ref(&self) -> bool {
-        self.locals.len() == 1
+        self.mode.joins_by_ref()
     }
 
     /// Pushes `join`'s second half onto our join deque, then the light side of the
-    /// asymmetric barrier, as for any local push (sleep/README.md, "Local pushes").
+    /// asymmetric barrier, as for any local push (docs/protocol.md, "Local pushes").
     #[inline]
     pub(crate) fn push_join(&self, job: JobRef) {
         self.joins.push(job);
@@ -53,14 +53,14 @@ impl WorkerThread {
     /// `PoolBuilder::fifo` promises for every task a worker spawns.
     #[inline]
     pub(crate) fn spawns_by_ref(&self) -> bool {
-        self.spawns_by_ref
+        self.scope.spawns_by_ref
     }
 
     /// A scope task spawned from inside the pool (`spawns_by_ref`): counted on our own shard
     /// as `submit_local` counts a task, and pushed onto our join deque, a local push.
     #[inline]
     pub(crate) fn submit_local_ref(&self, job: JobRef) {
-        debug_assert!(self.spawns_by_ref && job.counted());
+        debug_assert!(self.spawns_by_ref() && job.counted());
         let shard = self.shard();
         // Entered before the push, as in `submit_local` (a thief may run it at once).
         shard.progress.add_owned(Progress::Entered, 1);
@@ -117,7 +117,7 @@ impl WorkerThread {
         lane: Option<usize>,
     ) -> usize {
         let reg = &*self.registry;
-        let lane = lane.unwrap_or(self.lane.get());
+        let lane = self.local_lane(lane);
         let stamp = reg.latency.as_ref().map(|_| reg.now_ns());
         let shard = self.shard();
         let mut n = 0;
@@ -162,7 +162,7 @@ impl WorkerThread {
     /// to take its job back; a bundle's entry there is taken up).
     #[inline]
     pub(crate) fn pop_local(&self) -> Option<Job> {
-        self.pop_own(self.lane.get())
+        self.pop_own(self.clock.lane())
     }
 
     /// Whether this worker's own deques (its lanes' and its join deque) hold a job: what

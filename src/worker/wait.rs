@@ -1,6 +1,6 @@
 //! A worker waiting inside a task (`join`, `scope`, `flock::yield_now`): it runs this pool's
 //! tasks until a latch opens, and parks as a listed sleeper when there are none
-//! (sleep/README.md, "Waiting workers"). While the pool is paused it runs only tasks that
+//! (docs/protocol.md, "Waiting workers"). While the pool is paused it runs only tasks that
 //! running tasks spawned.
 
 use super::WorkerThread;
@@ -13,7 +13,7 @@ use crossbeam_utils::Backoff;
 
 impl WorkerThread {
     /// Runs this pool's tasks until `latch` opens, parking as a listed sleeper when there is
-    /// nothing to run (sleep/README.md, "Waiting workers"). The latch may belong to another
+    /// nothing to run (docs/protocol.md, "Waiting workers"). The latch may belong to another
     /// pool; its owner must be this worker (`latch::Owner`). While the pool is paused only
     /// tasks that running tasks spawned are run, never ones submitted from outside.
     #[inline]
@@ -47,7 +47,7 @@ impl WorkerThread {
                     // and giving them back may be what opens it: then we return, as rayon
                     // does once a scope's tasks ended, instead of first running an unrelated
                     // task, which might wait for what our caller does next
-                    // (sleep/README.md, "Scope counts held by workers").
+                    // (docs/protocol.md, "Scope counts held by workers").
                     if self.credit().gives_back_for(&job) {
                         self.credit().settle();
                         if latch.probe() {
@@ -89,7 +89,7 @@ impl WorkerThread {
                     continue;
                 }
                 // Nothing to run (units of a scope kept from its tasks went back above).
-                self.last_end.set(0); // as in `go_idle`
+                self.clock.clear_last_end(); // as in `go_idle`
                 if rounds >= spin_limit {
                     break;
                 }
@@ -143,7 +143,7 @@ impl WorkerThread {
         self.find_work()
     }
 
-    /// Parks a worker waiting for `latch` (sleep/README.md, "Waiting workers"): the steps of
+    /// Parks a worker waiting for `latch` (docs/protocol.md, "Waiting workers"): the steps of
     /// `park`, with the latch's `SLEEPY`/`SLEEPING` around them so that its setter wakes us.
     /// No exit or retire check: we are inside a task. Returns whether we count as a
     /// searcher (always, once we announced ourselves; see `Sleep::cancel_park`).
@@ -191,7 +191,7 @@ impl WorkerThread {
                     .any(|l| !l.shared().has_no_spawned());
         }
         // A job we keep from a pause is in no queue (`keep_for_resume`).
-        self.kept_set.get() || self.work_visible()
+        self.kept.any() || self.work_visible()
     }
 
     /// While paused: a job spawned by a running task, from our own deques, then those handed
@@ -208,10 +208,10 @@ impl WorkerThread {
             return Some(found);
         }
         loop {
-            let current = self.lane.get();
-            let (job, lane) = self.locals[current]
+            let running = self.clock.lane();
+            let (job, lane) = self.locals[running]
                 .pop()
-                .map(|job| (job, current))
+                .map(|job| (job, running))
                 .or_else(|| {
                     self.locals
                         .iter()
