@@ -7,11 +7,11 @@
 //! task can end reaches the count through one `Drop`, and no path has to remember it. The
 //! group keeps the tasks' handles (for `cancel`), and prunes the finished ones as it goes.
 
-use crate::frames;
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sys::frames;
 use crate::wakers::RoomWakers;
 use crate::{LaneId, Pool, RejectReason, SubmitError};
 use std::fmt;
@@ -222,7 +222,7 @@ struct GroupTask<F> {
 }
 
 /// This thread runs a task of the group whose state is at `group` (its closure, or the
-/// closure's destructor): a frame (`frames.rs`) for as long as that runs.
+/// closure's destructor): a frame (`sys::frames`) for as long as that runs.
 struct InGroup {
     group: *const GroupState,
 }

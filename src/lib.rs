@@ -291,7 +291,6 @@ mod current;
 mod deque;
 mod error;
 mod fifo;
-mod frames;
 mod global;
 mod group;
 mod install;

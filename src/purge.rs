@@ -36,15 +36,15 @@
 //! one of its own tasks.
 
 use crate::deque::Steal;
-use crate::frames;
 use crate::job::{Job, BUNDLE, DISCARDABLE, RESERVED};
 use crate::metrics::counters::LaneStat;
 use crate::registry::Progress;
 use crate::registry::Registry;
+use crate::sys::frames;
 
 /// One call dropping queued tasks of the pool whose registry is at `registry`
 /// (`purge`, `TaskGroup::cancel`, `JoinHandle::cancel`), and so running their destructors:
-/// a frame (`frames.rs`) on the stack of `dropping_tasks` for as long as the call runs. A
+/// a frame (`sys::frames`) on the stack of `dropping_tasks` for as long as the call runs. A
 /// stack: a destructor may purge another pool.
 struct Dropping {
     registry: *const Registry,

@@ -13,13 +13,13 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
-use crate::frames::{self, Anchor, Anchored, ArcPart};
 use crate::job::{Job, JobRef, INJECTED};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
 use crate::slab::Blocks;
 use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
+use crate::sys::frames::{self, Anchor, Anchored, ArcPart};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
 use std::ptr;

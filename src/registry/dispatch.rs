@@ -7,17 +7,17 @@ use super::queues::MAX_BUNDLE;
 use super::quiet::Progress;
 use super::shards::Shard;
 use super::{Admission, Registry, Route};
-use crate::frames;
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat};
 use crate::sync::thread;
 use crate::sync::{Arc, Mutex, Ordering};
+use crate::sys::frames;
 use crate::RejectReason;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// One task a thread runs for a pool off the workers (the caller under `CallerRuns`, a
 /// helper thread, the lane reserve): its pool's registry address and its lane, as a frame
-/// (`frames.rs`) on the stack of `run_off_worker` for as long as the task and its panic
+/// (`sys::frames`) on the stack of `run_off_worker` for as long as the task and its panic
 /// report run. What a task submits without naming a lane inherits the lane, as on a worker,
 /// and waiting for any pool listed would wait for a task of our own. A stack, not one entry:
 /// a task run here may submit to another pool that runs that task here too (`CallerRuns` in
