@@ -42,6 +42,7 @@ use crate::latch::{self, Latch, LatchOwner};
 use crate::sync::{AtomicUsize, Ordering};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::thread::Result as TaskResult;
@@ -69,9 +70,14 @@ impl AbortIfUnwinds {
 
 /// A job that lives in its waiter's stack frame. The waiter does not return before the job
 /// ran (the latch is open) or it took the job back, so the frame outlives the job.
+///
+/// `func` and `result` are empty when the job is dropped: whoever runs the job takes the
+/// function, and the waiter takes the result (its `Joined`) before a fork returns, and a
+/// fork that unwinds aborts. So they are `ManuallyDrop`, and the job's drop has nothing to
+/// check.
 struct StackJob<F, R, O> {
-    func: UnsafeCell<Option<F>>,
-    result: UnsafeCell<Option<TaskResult<R>>>,
+    func: UnsafeCell<ManuallyDrop<Option<F>>>,
+    result: UnsafeCell<ManuallyDrop<Option<TaskResult<R>>>>,
     latch: Latch,
     /// The thread waiting in this frame: the latch's setter wakes it.
     owner: O,
@@ -180,8 +186,8 @@ impl<F, R, O> StackJob<F, R, O> {
     #[inline]
     fn new(f: F, owner: O) -> Self {
         StackJob {
-            func: UnsafeCell::new(Some(f)),
-            result: UnsafeCell::new(None),
+            func: UnsafeCell::new(ManuallyDrop::new(Some(f))),
+            result: UnsafeCell::new(ManuallyDrop::new(None)),
             latch: Latch::new(),
             owner,
         }
@@ -307,7 +313,7 @@ unsafe fn execute_stack<F: FnOnce() -> R + Send, R: Send, O: LatchOwner>(
         Outcome::Panicked
     };
     // SAFETY: the owner reads `result` only after the latch opens, below.
-    unsafe { *job.result.get() = Some(result) };
+    unsafe { **job.result.get() = Some(result) };
     // SAFETY: the job is alive until its latch opens; after this we touch nothing of it.
     unsafe { latch::set_and_wake(&job.latch, &job.owner) };
     outcome
