@@ -441,6 +441,20 @@ struct Group {
     group: TaskGroup,
     /// Panics its waits reported (`GroupError::Panicked(n)`, summed).
     reported: AtomicUsize,
+    /// `cancel` calls on the group in progress (`Group::cancel`).
+    cancels: AtomicUsize,
+}
+
+impl Group {
+    /// `TaskGroup::cancel`, counted in `cancels` while it runs: concurrent cancels share the
+    /// work (one may return 0 while another still drops the tasks it took), so a check that
+    /// a cancel dropped a task waits for the cancels in progress to return.
+    fn cancel(&self) -> usize {
+        self.cancels.fetch_add(1, SeqCst);
+        let n = self.group.cancel();
+        self.cancels.fetch_sub(1, SeqCst);
+        n
+    }
 }
 
 struct Round {
@@ -1249,7 +1263,7 @@ impl Driver {
             in_ctx(Ctx::Refused, || drop(e.into_inner()));
             return;
         }
-        let (n, drops) = in_ctx(Ctx::GroupCancel, || round.groups()[g].group.cancel());
+        let (n, drops) = in_ctx(Ctx::GroupCancel, || round.groups()[g].cancel());
         let name = &self.name;
         round.log(format!(
             "{name}: paused, group {g} task {} then cancel: {n}",
@@ -1260,10 +1274,20 @@ impl Driver {
                 "group {g} cancel returned {n} and dropped {drops} tokens on its thread"
             ));
         }
+        // Another driver's cancel may have taken the task's handle before ours began and be
+        // dropping it still: once no cancel of the group is in progress, whichever took the
+        // handle has dropped the task (or none took it, and ours should have).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while rec.dropped.load(SeqCst) == 0
+            && round.groups()[g].cancels.load(SeqCst) != 0
+            && Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
         let undisturbed = round.resumes.load(SeqCst) == resumes && !self.pool.is_shutdown();
         if undisturbed && rec.dropped.load(SeqCst) == 0 {
             round.fail(format!(
-                "group {g}'s cancel returned {n} and left task {} queued (ran {}) while the pool was paused",
+                "group {g}'s cancel returned {n} and left task {} queued (ran {}) while the pool was paused, no other cancel of the group in progress",
                 rec.id,
                 rec.ran.load(SeqCst)
             ));
@@ -1328,7 +1352,7 @@ impl Driver {
                 group_wait_result(&round, g, r, "wait_timeout");
             }
             _ => {
-                let (n, drops) = in_ctx(Ctx::GroupCancel, || group.cancel());
+                let (n, drops) = in_ctx(Ctx::GroupCancel, || round.groups()[g].cancel());
                 round.log(format!("{name}: group {g} cancel: {n}"));
                 if n as u64 != drops {
                     round.fail(format!(
@@ -1512,6 +1536,7 @@ fn run_round(round: Arc<Round>) {
         .map(|_| Group {
             group: TaskGroup::new(&pool),
             reported: AtomicUsize::new(0),
+            cancels: AtomicUsize::new(0),
         })
         .collect();
     let _ = round.groups.set(groups);
