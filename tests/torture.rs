@@ -1278,21 +1278,24 @@ impl Driver {
                 "group {g} cancel returned {n} and dropped {drops} tokens on its thread"
             ));
         }
-        // Another driver's cancel may have taken the task's handle before ours began and be
-        // dropping it still: once no cancel of the group is in progress, whichever took the
-        // handle has dropped the task (or none took it, and ours should have).
+        // Another driver's cancel may have taken the task's handle before ours began, or a
+        // purge may have claimed the task (then our cancel finds it claimed), and be dropping
+        // it still: once no cancel of the group and no purge is in progress, whichever took
+        // it has dropped the task (or none did, and ours should have).
         let deadline = Instant::now() + Duration::from_secs(20);
         while rec.dropped.load(SeqCst) == 0
-            && round.groups()[g].cancels.load(SeqCst) != 0
+            && (round.groups()[g].cancels.load(SeqCst) != 0 || round.purging.load(SeqCst) != 0)
             && Instant::now() < deadline
         {
             std::thread::yield_now();
         }
         let undisturbed = round.resumes.load(SeqCst) == resumes && !self.pool.is_shutdown();
         if undisturbed && rec.dropped.load(SeqCst) == 0 {
-            // An open finding of issue 37: seen about once a minute of CI's torture step,
-            // cause not found yet. It fails the round under FLOCK_TORTURE_STRICT=1; otherwise
-            // it is printed and counted in the summary line, so that it stays visible.
+            // An open finding of issue 37, seen in CI's torture step before the check waited
+            // for purges in progress (a purge that claimed the task makes the cancel return 0
+            // until it has run the destructor). Until runs confirm that was all of it, it
+            // fails the round only under FLOCK_TORTURE_STRICT=1; otherwise it is printed and
+            // counted in the summary line, so that it stays visible.
             if !strict() {
                 PAUSED_CANCEL_MISSES.fetch_add(1, SeqCst);
                 eprintln!(
@@ -1306,7 +1309,7 @@ impl Driver {
                 return;
             }
             round.fail(format!(
-                "group {g}'s cancel returned {n} and left task {} queued (ran {}) while the pool was paused, no other cancel of the group in progress",
+                "group {g}'s cancel returned {n} and left task {} queued (ran {}) while the pool was paused, no other cancel of the group and no purge in progress",
                 rec.id,
                 rec.ran.load(SeqCst)
             ));
