@@ -837,6 +837,9 @@ fn panic_payloads_whose_destructors_panic_do_not_take_the_pool_down() {
                 assert_eq!(calls.load(SeqCst), 11);
             }
             assert_eq!(pool.spawn(|| 9).join().unwrap(), 9);
+            // `join` returns once the result is there, a moment before the worker counts the
+            // task completed: the books balance at quiescence.
+            pool.wait().unwrap();
             let s = assert_balanced(&pool);
             // Ten submitted, one spawned, four scope tasks (counted: they came from outside);
             // the two stall tasks and the last spawn completed.

@@ -462,6 +462,9 @@ fn a_group_dropped_inside_one_of_its_own_tasks_does_not_hang() {
 
         // Dropped unrun: `purge` runs the task's destructor, which drops the last handle.
         pool.pause();
+        // The worker parked, so no job is taken (and kept for the resume, out of purge's
+        // reach) by a worker still searching as the pause began.
+        common::eventually(|| pool.stats().per_worker[0].state == flock::WorkerState::Parked);
         let group = Arc::new(TaskGroup::new(&pool));
         for _ in 0..3 {
             let g = group.clone();
