@@ -1861,15 +1861,17 @@ fn report(round: &Round, why: &str) -> String {
         .map(|r| format!("{}({:?}, ran {})", r.id, r.kind, r.ran.load(SeqCst)))
         .collect();
     let stats = round.pool().map(|p| format!("{:?}", p.stats()));
+    // The log first and the verdict last: a CI log keeps the head and the tail of a long
+    // output, and the tail is where the failures and the seed must be.
     format!(
-        "torture: round FAILED: {why}\n  seed {} (replay: FLOCK_TORTURE_SEED={})\n  config {:?}\n  ops {:?}\n  failures: {:#?}\n  drivers doing: {:?}\n  unfinished tasks: {pending:?}\n  stats now: {stats:?}\n  last ops:\n    {}",
-        round.seed,
-        round.seed,
+        "torture: round FAILED, its last ops:\n    {}\n  drivers doing: {:?}\n  unfinished tasks: {pending:?}\n  stats now: {stats:?}\n  config {:?}\n  ops {:?}\n  failures: {:#?}\n  round FAILED: {why}\n  seed {} (replay: FLOCK_TORTURE_SEED={})",
+        tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    "),
+        round.doing.lock().unwrap(),
         round.cfg,
         round.ops.0,
         round.failures.lock().unwrap(),
-        round.doing.lock().unwrap(),
-        tail.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    ")
+        round.seed,
+        round.seed,
     )
 }
 
