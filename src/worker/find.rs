@@ -14,6 +14,9 @@ use crate::registry::Crew;
 use crate::submitq::INJECTOR;
 use crate::sync::Arc;
 
+/// Every lane, as a set of lanes (bit `lane`) for `fair_lane` and `steal_among`.
+const ALL_LANES: u32 = u32::MAX;
+
 impl WorkerThread {
     /// The bundle we took up last, then our own deque, then (one lane) the submitter's ring
     /// we took our last job from, if our join deque and mailbox are empty; then our join
@@ -128,23 +131,7 @@ impl WorkerThread {
     /// when it gets busy it is served at once but cannot then crowd the others out).
     #[inline(never)]
     fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
-        let vt = self.clock.vtime();
-        let mut best: Option<usize> = None;
-        let mut idle = 0u32;
-        for lane in 0..self.locals.len() {
-            if !self.lane_has_work(lane) {
-                idle |= 1 << lane;
-            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
-                best = Some(lane);
-            }
-        }
-        if let Some(best) = best {
-            let floor = vt[best].get();
-            for (lane, clock) in vt.iter().enumerate() {
-                if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
-                    clock.set(floor);
-                }
-            }
+        if let Some((best, idle)) = self.fair_lane(ALL_LANES) {
             if let Some(job) = self.take_from_lane(best) {
                 return Some((job, best));
             }
@@ -160,8 +147,37 @@ impl WorkerThread {
         self.steal_from_others()
     }
 
+    /// The fair-queueing choice of `find_work_in_lanes` among the lanes of `set` (bit `lane`:
+    /// `ALL_LANES` in a weighted pool, one priority level in a strict one): the lane to serve,
+    /// and the lanes of `set` that had no work (brought up to its clock). Inline, so that the
+    /// weighted pick's `set` is a constant and `in_set` folds away.
+    #[inline(always)]
+    pub(super) fn fair_lane(&self, set: u32) -> Option<(usize, u32)> {
+        let vt = self.clock.vtime();
+        let mut best: Option<usize> = None;
+        let mut idle = 0u32;
+        for lane in 0..self.locals.len() {
+            if !in_set(set, lane) {
+                continue;
+            }
+            if !self.lane_has_work(lane) {
+                idle |= 1 << lane;
+            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
+                best = Some(lane);
+            }
+        }
+        let best = best?;
+        let floor = vt[best].get();
+        for (lane, clock) in vt.iter().enumerate() {
+            if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
+                clock.set(floor);
+            }
+        }
+        Some((best, idle))
+    }
+
     #[inline]
-    fn take_from_lane(&self, lane: usize) -> Option<Job> {
+    pub(super) fn take_from_lane(&self, lane: usize) -> Option<Job> {
         if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
             return Some(job);
         }
@@ -376,6 +392,14 @@ impl WorkerThread {
     /// One task from another worker's deque: victims from a random start, lanes in order.
     #[inline(never)]
     pub(super) fn steal_from_others(&self) -> Option<(Job, usize)> {
+        self.steal_among(true, ALL_LANES)
+    }
+
+    /// `steal_from_others` from the victims' join deques if `joins` and their deques of the
+    /// lanes in `set` (bit `lane`) only. Inline, so `steal_from_others`' arguments are
+    /// constants and its tests fold away.
+    #[inline(always)]
+    pub(super) fn steal_among(&self, joins: bool, set: u32) -> Option<(Job, usize)> {
         let reg = &*self.registry;
         let lanes = self.locals.len();
         let n = reg.crew.shown_slots();
@@ -396,9 +420,9 @@ impl WorkerThread {
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
                 // `steal`'s epoch pin, which under Miri made a thousand-task scope take
                 // longer than its watchdog allows.
-                let joins = reg.queues.join_stealer(victim);
-                if !joins.is_empty() {
-                    match joins.steal() {
+                let victim_joins = reg.queues.join_stealer(victim);
+                if joins && !victim_joins.is_empty() {
+                    match victim_joins.steal() {
                         Steal::Success(job) => {
                             self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job.into_job(), 0));
@@ -407,7 +431,7 @@ impl WorkerThread {
                         Steal::Empty => {}
                     }
                 }
-                for lane in 0..lanes {
+                for lane in (0..lanes).filter(|&lane| in_set(set, lane)) {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
                     match reg.queues.stealer(victim, lane).steal() {
@@ -427,6 +451,13 @@ impl WorkerThread {
             std::hint::spin_loop();
         }
     }
+}
+
+/// Whether `lane` is in `set` (bit `lane`). `ALL_LANES` is tested first: the weighted pick's
+/// constant `set` folds it to `true` before any shift is made.
+#[inline(always)]
+fn in_set(set: u32, lane: usize) -> bool {
+    set == ALL_LANES || set & (1 << lane) != 0
 }
 
 /// Whether virtual time `a` is behind `b`, on clocks that wrap (differences stay far below
