@@ -2,8 +2,8 @@
 //! the submitter's ring we took our last job from, our join halves, the broadcast mailbox,
 //! the lane's shared queue (the bundles on its front, then its rings and injector; taking up
 //! a bundle found there), then the other workers' join deques and deques. With several lanes, start-time fair queueing picks
-//! the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from
-//! inside a task.
+//! the lane first (`find_work_in_lanes`), or strict priority (`worker/priority.rs`), and
+//! `yield_to_lanes` serves heavier lanes from inside a task.
 //! What is found is run by `worker/execute.rs`.
 
 use super::WorkerThread;
@@ -23,7 +23,9 @@ impl WorkerThread {
     /// halves, the broadcast mailbox, the lane's shared queue (the bundles on its front, then
     /// the submitters' rings and the injector, one job at a time), then the other workers' join deques and deques from a
     /// random victim. `Steal::Retry` is retried, never taken for empty. With several lanes,
-    /// the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and its lane.
+    /// the lane to serve is chosen first (`find_work_in_lanes`; by priority level, stealing
+    /// included, in a strict-priority pool: `find_work_by_priority`). Returns the job and its
+    /// lane.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         // A job kept from a pause first: it was taken before anything we take now.
@@ -111,7 +113,10 @@ impl WorkerThread {
             return Some((job, 0));
         }
         if self.locals.len() > 1 {
-            return self.find_work_in_lanes();
+            return match &self.priority {
+                None => self.find_work_in_lanes(),
+                Some(priority) => self.find_work_by_priority(priority),
+            };
         }
         self.take_from_lane_shared(0)
             .map(|job| (job, 0))
@@ -123,6 +128,11 @@ impl WorkerThread {
     fn lane_has_work(&self, lane: usize) -> bool {
         !(self.locals[lane].is_empty() && self.registry.queues.lane(lane).shared().is_empty())
             || self.taker.has_left(lane)
+    }
+
+    /// Whether a lane of `set` (bit `lane`) has work for us without stealing (`lane_has_work`).
+    pub(super) fn level_has_work(&self, set: u32) -> bool {
+        (0..self.locals.len()).any(|lane| in_set(set, lane) && self.lane_has_work(lane))
     }
 
     /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
@@ -315,10 +325,15 @@ impl WorkerThread {
     /// Nesting is bounded: a task run here is of a strictly heavier lane, so at most one
     /// level per distinct weight (16 lanes at most). Nothing from outside starts while the
     /// pool is paused (`execute_unless_paused` re-reads the pause after taking the job).
+    /// In a strict-priority pool, every queued task of the heavier lanes instead
+    /// (`yield_by_priority`).
     pub(crate) fn yield_to_lanes(&self) -> usize {
         let lanes = self.locals.len();
         if lanes < 2 {
             return 0;
+        }
+        if let Some(priority) = &self.priority {
+            return self.yield_by_priority(priority);
         }
         let reg = &*self.registry;
         let running = self.clock.lane();
