@@ -72,6 +72,7 @@ pub struct PoolBuilder {
     track_latency: bool,
     lanes: Option<Vec<(String, u32)>>,
     lane_reserve: bool,
+    strict_priority: bool,
     max_workers: Option<usize>,
     membarrier: bool,
     /// Under loom: whether submits from outside go through submitter rings. Only the models
@@ -100,6 +101,7 @@ impl Default for PoolBuilder {
             track_latency: false,
             lanes: None,
             lane_reserve: true,
+            strict_priority: false,
             max_workers: None,
             membarrier: true,
             loom_rings: false,
@@ -121,6 +123,7 @@ impl fmt::Debug for PoolBuilder {
             .field("track_latency", &self.track_latency)
             .field("lanes", &self.lanes)
             .field("lane_reserve", &self.lane_reserve)
+            .field("strict_priority", &self.strict_priority)
             .field("max_workers", &self.max_workers)
             .field("membarrier", &self.membarrier)
             .finish_non_exhaustive()
@@ -405,6 +408,8 @@ impl PoolBuilder {
     /// behind. Tasks go to a lane with [`Pool::submit_to`] / [`Pool::spawn_to`]; tasks
     /// submitted from inside a task go to that task's lane. [`Pool::submit`] from outside uses
     /// the first lane. At most [`MAX_LANES`] lanes; weights are 1 or more; names differ.
+    /// [`strict_priority`](PoolBuilder::strict_priority) makes the weights priorities
+    /// instead: a heavier lane's queued tasks then always start first.
     ///
     /// ```
     /// let pool = flock::Pool::builder()
@@ -468,6 +473,71 @@ impl PoolBuilder {
     /// ```
     pub fn lane_reserve(mut self, on: bool) -> Self {
         self.lane_reserve = on;
+        self
+    }
+
+    /// Whether the lanes' weights are strict priorities instead of shares (default: `false`,
+    /// the weighted sharing of [`lanes`](PoolBuilder::lanes)).
+    ///
+    /// With `true`, a lane's weight is its priority: every time a worker picks its next task
+    /// it looks at the lanes from the heaviest down, and takes a task of a lane only if no
+    /// heavier lane had a task queued when it looked. So a task queued in a heavier lane
+    /// starts before every task of a lighter lane that has not started yet. Lanes of equal
+    /// weight are one priority level and share it as in a weighted pool (fair queueing, equal
+    /// shares). FIFO within a lane, exact counts and the [lane reserve](PoolBuilder::lane_reserve)
+    /// are as in a weighted pool (the reserve serves the heaviest lanes first, so it never
+    /// starts a lighter lane's task before a heavier one's); [`yield_to_lanes`](crate::yield_to_lanes)
+    /// runs every queued task of the heavier lanes, not a share.
+    ///
+    /// *Queued* means in any queue a worker takes tasks from: the lane's shared queue (tasks
+    /// submitted from outside, batches included), the worker's own deque, and the other
+    /// workers' deques (tasks spawned inside the pool, `join` halves): a worker steals a
+    /// heavier lane's task from another worker before it takes a lighter lane's task from
+    /// anywhere, its own deque included. What it does not promise:
+    /// - A running task is never interrupted. A heavier lane's task submitted while every
+    ///   worker runs a lighter lane's task waits for one of them to end, unless the lane reserve
+    ///   runs it or the running task calls `yield_to_lanes`.
+    /// - A worker looks at the queues one after another: a task queued just after the worker
+    ///   looked at its lane may start after the one lighter task that worker takes next.
+    /// - Priority orders the starts; it keeps no worker free. Once the heavier lanes have
+    ///   nothing queued, idle workers take the lighter lanes' tasks, which then run beside (and
+    ///   may outlast) the heavier lanes' tasks that come later.
+    /// - What belongs to the running task comes first: a `join`'s second half that the worker
+    ///   that forked it takes back (with what the first half left above it on that worker's
+    ///   deque), a [`Pool::broadcast`] call for that worker, a task it took as the pool paused
+    ///   (run first after the resume). While the pool is paused, a worker waiting inside a task
+    ///   runs the spawned tasks it may be waiting for in the order it finds them.
+    ///
+    /// **Starvation**: a lighter lane's tasks start only when every heavier lane has nothing
+    /// queued, so while heavier tasks keep coming at least as fast as the workers run them,
+    /// the lighter lanes' tasks never start (and [`Pool::wait`] waits for them too). Use the
+    /// weighted default where every lane must make progress.
+    ///
+    /// ```
+    /// use std::sync::{mpsc, Arc, Mutex};
+    /// let pool = flock::Pool::builder()
+    ///     .workers(1)
+    ///     .lanes(&[("high", 8), ("low", 1)])
+    ///     .strict_priority(true)
+    ///     .build()
+    ///     .unwrap();
+    /// let (started, running) = mpsc::channel();
+    /// let (release, hold) = mpsc::channel::<()>();
+    /// pool.submit_to("high", move || { started.send(()).unwrap(); hold.recv().unwrap(); })
+    ///     .unwrap();
+    /// running.recv().unwrap(); // the only worker is busy until `release`
+    /// let order = Arc::new(Mutex::new(String::new()));
+    /// for lane in ["low", "low", "low", "high", "high", "high"] {
+    ///     let order = order.clone();
+    ///     pool.submit_to(lane, move || order.lock().unwrap().push_str(&lane[..1])).unwrap();
+    /// }
+    /// release.send(()).unwrap();
+    /// pool.wait().unwrap();
+    /// // Weighted (without `strict_priority`), the low lane would get its share in between.
+    /// assert_eq!(*order.lock().unwrap(), "hhhlll");
+    /// ```
+    pub fn strict_priority(mut self, on: bool) -> Self {
+        self.strict_priority = on;
         self
     }
 
@@ -626,6 +696,7 @@ impl PoolBuilder {
             track_latency: self.track_latency,
             lanes,
             lane_reserve: self.lane_reserve,
+            strict_priority: self.strict_priority,
             membarrier: self.membarrier,
             fifo: self.fifo,
             submit_rings: if cfg!(flock_loom) && !self.loom_rings {

@@ -56,6 +56,8 @@ pub(crate) struct Config {
     pub(crate) lanes: Vec<(String, u32)>,
     /// Whether a pool whose lanes differ in weight has a lane reserve.
     pub(crate) lane_reserve: bool,
+    /// Whether the lanes' weights are strict priorities (`PoolBuilder::strict_priority`).
+    pub(crate) strict_priority: bool,
     /// Whether parking workers may use the membarrier, so that pushes skip their fence.
     pub(crate) membarrier: bool,
     pub(crate) fifo: bool,

@@ -29,6 +29,7 @@ mod find;
 mod kept;
 mod lane_clock;
 mod mode;
+mod priority;
 mod submit;
 mod taker;
 mod units;
@@ -37,6 +38,7 @@ mod wait;
 use kept::Kept;
 use lane_clock::LaneClock;
 use mode::RunMode;
+use priority::Priority;
 use taker::Taker;
 use units::HeldUnits;
 
@@ -84,7 +86,10 @@ pub fn current_worker_index() -> Option<usize> {
 /// the calling task's time and no more (a lane of weight 8 against the caller's weight 1
 /// gets up to 8 ns of run time per ns the caller has run since it started), so a flood of
 /// interactive work still leaves the batch task its share. Tasks run here are charged to
-/// their own lanes, not to the caller's.
+/// their own lanes, not to the caller's. In a pool built with
+/// [`strict_priority`](crate::PoolBuilder::strict_priority) there are no shares: it runs the
+/// queued tasks of the heavier lanes, heaviest first (stealing them from other workers too),
+/// until none is left, so a steady stream of them keeps the calling task from going on.
 ///
 /// Returns 0 at once (a thread-local read and a few loads) outside a pool's worker, in a
 /// pool with one lane, from a task of the heaviest lane, with nothing queued in a heavier
@@ -144,6 +149,9 @@ pub(crate) struct WorkerThread {
     kept: Kept,
     /// The running task's lane, the per-lane virtual clocks and the task's times.
     clock: LaneClock,
+    /// In a strict-priority pool whose lanes differ in weight, the levels its lanes are
+    /// served by (`PoolBuilder::strict_priority`); `None` when they share by weight.
+    priority: Option<Priority>,
     /// Capacity units of started `RESERVED` jobs not given back yet.
     units: HeldUnits,
     /// How scope tasks spawned here are queued, and their blocks and units kept here.
@@ -208,6 +216,7 @@ pub(crate) fn run(
         taker: Taker::new(index, lanes),
         kept: Kept::new(),
         clock: LaneClock::new(lanes),
+        priority: Priority::of(&registry.cfg.lanes, registry.cfg.strict_priority),
         units: HeldUnits::new(),
         scope: ScopeCache {
             spawns_by_ref: mode.is_plain() && !registry.cfg.fifo,

@@ -2,9 +2,9 @@
 //! driven by 2–4 threads drawing random operations, checked for what the docs promise.
 //!
 //! Each round builds a pool with a random configuration (1–4 workers, `max_workers`, capacity
-//! and backpressure policy, FIFO or not, lanes or not, latency tracking or not, a panic
-//! handler and worker hooks that sometimes panic, a stop hook that submits a task), then its
-//! driver threads draw operations for a while:
+//! and backpressure policy, FIFO or not, lanes or not (weighted or strict priority), latency
+//! tracking or not, a panic handler and worker hooks that sometimes panic, a stop hook that
+//! submits a task), then its driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
 //! wait, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
 //! pause/resume, resize, broadcast, async admission (`submit_async` / `spawn_async`, and
@@ -378,6 +378,9 @@ struct Config {
     fifo: bool,
     lanes: Option<[u32; 2]>,
     lane_reserve: bool,
+    /// With lanes: `strict_priority(true)`. Drawn last: a seed draws its other settings as
+    /// before.
+    strict_priority: bool,
     latency: bool,
     handler: bool,
     membarrier: bool,
@@ -437,6 +440,7 @@ impl Config {
                 End::ShutdownNow,
                 End::Drop,
             ][rng.below(4) as usize],
+            strict_priority: rng.chance(1, 2),
         }
     }
 }
@@ -1495,7 +1499,8 @@ fn build(round: &Arc<Round>) -> Pool {
     if let Some([a, c]) = cfg.lanes {
         b = b
             .lanes(&[("a", a), ("b", c)])
-            .lane_reserve(cfg.lane_reserve);
+            .lane_reserve(cfg.lane_reserve)
+            .strict_priority(cfg.strict_priority);
     }
     if cfg.handler {
         let calls = round.handler_calls.clone();

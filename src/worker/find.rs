@@ -2,8 +2,8 @@
 //! the submitter's ring we took our last job from, our join halves, the broadcast mailbox,
 //! the lane's shared queue (the bundles on its front, then its rings and injector; taking up
 //! a bundle found there), then the other workers' join deques and deques. With several lanes, start-time fair queueing picks
-//! the lane first (`find_work_in_lanes`), and `yield_to_lanes` serves heavier lanes from
-//! inside a task.
+//! the lane first (`find_work_in_lanes`), or strict priority (`worker/priority.rs`), and
+//! `yield_to_lanes` serves heavier lanes from inside a task.
 //! What is found is run by `worker/execute.rs`.
 
 use super::WorkerThread;
@@ -14,13 +14,18 @@ use crate::registry::Crew;
 use crate::submitq::INJECTOR;
 use crate::sync::Arc;
 
+/// Every lane, as a set of lanes (bit `lane`) for `fair_lane` and `steal_among`.
+const ALL_LANES: u32 = u32::MAX;
+
 impl WorkerThread {
     /// The bundle we took up last, then our own deque, then (one lane) the submitter's ring
     /// we took our last job from, if our join deque and mailbox are empty; then our join
     /// halves, the broadcast mailbox, the lane's shared queue (the bundles on its front, then
     /// the submitters' rings and the injector, one job at a time), then the other workers' join deques and deques from a
     /// random victim. `Steal::Retry` is retried, never taken for empty. With several lanes,
-    /// the lane to serve is chosen first (`find_work_in_lanes`). Returns the job and its lane.
+    /// the lane to serve is chosen first (`find_work_in_lanes`; by priority level, stealing
+    /// included, in a strict-priority pool: `find_work_by_priority`). Returns the job and its
+    /// lane.
     #[inline]
     pub(crate) fn find_work(&self) -> Option<(Job, usize)> {
         // A job kept from a pause first: it was taken before anything we take now.
@@ -108,7 +113,10 @@ impl WorkerThread {
             return Some((job, 0));
         }
         if self.locals.len() > 1 {
-            return self.find_work_in_lanes();
+            return match &self.priority {
+                None => self.find_work_in_lanes(),
+                Some(priority) => self.find_work_by_priority(priority),
+            };
         }
         self.take_from_lane_shared(0)
             .map(|job| (job, 0))
@@ -122,29 +130,18 @@ impl WorkerThread {
             || self.taker.has_left(lane)
     }
 
+    /// Whether a lane of `set` (bit `lane`) has work for us without stealing (`lane_has_work`).
+    pub(super) fn level_has_work(&self, set: u32) -> bool {
+        (0..self.locals.len()).any(|lane| in_set(set, lane) && self.lane_has_work(lane))
+    }
+
     /// Start-time fair queueing over the lanes, per worker: among the lanes with work in our
     /// bundle, deque or their shared queue, serve the one whose virtual clock is furthest behind;
     /// lanes with no work are brought up to that clock (an idle lane saves no credit, so
     /// when it gets busy it is served at once but cannot then crowd the others out).
     #[inline(never)]
     fn find_work_in_lanes(&self) -> Option<(Job, usize)> {
-        let vt = self.clock.vtime();
-        let mut best: Option<usize> = None;
-        let mut idle = 0u32;
-        for lane in 0..self.locals.len() {
-            if !self.lane_has_work(lane) {
-                idle |= 1 << lane;
-            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
-                best = Some(lane);
-            }
-        }
-        if let Some(best) = best {
-            let floor = vt[best].get();
-            for (lane, clock) in vt.iter().enumerate() {
-                if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
-                    clock.set(floor);
-                }
-            }
+        if let Some((best, idle)) = self.fair_lane(ALL_LANES) {
             if let Some(job) = self.take_from_lane(best) {
                 return Some((job, best));
             }
@@ -160,8 +157,37 @@ impl WorkerThread {
         self.steal_from_others()
     }
 
+    /// The fair-queueing choice of `find_work_in_lanes` among the lanes of `set` (bit `lane`:
+    /// `ALL_LANES` in a weighted pool, one priority level in a strict one): the lane to serve,
+    /// and the lanes of `set` that had no work (brought up to its clock). Inline, so that the
+    /// weighted pick's `set` is a constant and `in_set` folds away.
+    #[inline(always)]
+    pub(super) fn fair_lane(&self, set: u32) -> Option<(usize, u32)> {
+        let vt = self.clock.vtime();
+        let mut best: Option<usize> = None;
+        let mut idle = 0u32;
+        for lane in 0..self.locals.len() {
+            if !in_set(set, lane) {
+                continue;
+            }
+            if !self.lane_has_work(lane) {
+                idle |= 1 << lane;
+            } else if best.is_none_or(|b| behind(vt[lane].get(), vt[b].get())) {
+                best = Some(lane);
+            }
+        }
+        let best = best?;
+        let floor = vt[best].get();
+        for (lane, clock) in vt.iter().enumerate() {
+            if idle & (1 << lane) != 0 && behind(clock.get(), floor) {
+                clock.set(floor);
+            }
+        }
+        Some((best, idle))
+    }
+
     #[inline]
-    fn take_from_lane(&self, lane: usize) -> Option<Job> {
+    pub(super) fn take_from_lane(&self, lane: usize) -> Option<Job> {
         if let Some(job) = self.claim_taken(lane).or_else(|| self.pop_own(lane)) {
             return Some(job);
         }
@@ -299,10 +325,15 @@ impl WorkerThread {
     /// Nesting is bounded: a task run here is of a strictly heavier lane, so at most one
     /// level per distinct weight (16 lanes at most). Nothing from outside starts while the
     /// pool is paused (`execute_unless_paused` re-reads the pause after taking the job).
+    /// In a strict-priority pool, every queued task of the heavier lanes instead
+    /// (`yield_by_priority`).
     pub(crate) fn yield_to_lanes(&self) -> usize {
         let lanes = self.locals.len();
         if lanes < 2 {
             return 0;
+        }
+        if let Some(priority) = &self.priority {
+            return self.yield_by_priority(priority);
         }
         let reg = &*self.registry;
         let running = self.clock.lane();
@@ -376,6 +407,14 @@ impl WorkerThread {
     /// One task from another worker's deque: victims from a random start, lanes in order.
     #[inline(never)]
     pub(super) fn steal_from_others(&self) -> Option<(Job, usize)> {
+        self.steal_among(true, ALL_LANES)
+    }
+
+    /// `steal_from_others` from the victims' join deques if `joins` and their deques of the
+    /// lanes in `set` (bit `lane`) only. Inline, so `steal_from_others`' arguments are
+    /// constants and its tests fold away.
+    #[inline(always)]
+    pub(super) fn steal_among(&self, joins: bool, set: u32) -> Option<(Job, usize)> {
         let reg = &*self.registry;
         let lanes = self.locals.len();
         let n = reg.crew.shown_slots();
@@ -396,9 +435,9 @@ impl WorkerThread {
                 // Most victims have none: `is_empty` (two loads) spares the empty deque
                 // `steal`'s epoch pin, which under Miri made a thousand-task scope take
                 // longer than its watchdog allows.
-                let joins = reg.queues.join_stealer(victim);
-                if !joins.is_empty() {
-                    match joins.steal() {
+                let victim_joins = reg.queues.join_stealer(victim);
+                if joins && !victim_joins.is_empty() {
+                    match victim_joins.steal() {
                         Steal::Success(job) => {
                             self.shard().stats.stat_owned(Stat::Stolen, 1);
                             return Some((job.into_job(), 0));
@@ -407,7 +446,7 @@ impl WorkerThread {
                         Steal::Empty => {}
                     }
                 }
-                for lane in 0..lanes {
+                for lane in (0..lanes).filter(|&lane| in_set(set, lane)) {
                     // One task at a time from another worker (as rayon does): its owner keeps
                     // the rest of its deque, and the count is exact.
                     match reg.queues.stealer(victim, lane).steal() {
@@ -427,6 +466,13 @@ impl WorkerThread {
             std::hint::spin_loop();
         }
     }
+}
+
+/// Whether `lane` is in `set` (bit `lane`). `ALL_LANES` is tested first: the weighted pick's
+/// constant `set` folds it to `true` before any shift is made.
+#[inline(always)]
+fn in_set(set: u32, lane: usize) -> bool {
+    set == ALL_LANES || set & (1 << lane) != 0
 }
 
 /// Whether virtual time `a` is behind `b`, on clocks that wrap (differences stay far below
