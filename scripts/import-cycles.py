@@ -59,10 +59,9 @@ import tempfile
 GROUPS = {
     # The engine's core: the registry starts the workers (`worker::run`) and the lane
     # reserve, which read it; a worker waits on latches, which wake workers; the wakers
-    # report a panicking waker with the current worker's index; the lanes' shared queues
-    # (`submitq.rs`) count their jobs in the registry's shards; the last worker out sweeps
+    # report a panicking waker with the current worker's index; the last worker out sweeps
     # the queues (`purge::sweep`), with the code that `Pool::purge` and a cancel use.
-    "engine": {"registry", "worker", "latch", "lane_reserve", "wakers", "submitq", "purge"},
+    "engine": {"registry", "worker", "latch", "lane_reserve", "wakers", "purge"},
     # The pool handle and the entry points it offers as its methods: `Pool::builder()` and
     # `PoolBuilder::build()` make each other, the global pool is built by the builder,
     # `Pool::scope`/`par_*` open scopes and run the parallel helpers, which take a `Pool`
