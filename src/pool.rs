@@ -7,9 +7,7 @@ use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
-use crate::{
-    BatchError, Lane, LaneId, PoolBuilder, RejectReason, ResizeError, SubmitError, WaitError,
-};
+use crate::{BatchError, Lane, LaneId, RejectReason, ResizeError, SubmitError, WaitError};
 use std::fmt;
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -68,34 +66,6 @@ impl Default for Pool {
 }
 
 impl Pool {
-    /// A pool with every default: one worker per CPU this process may use, capacity
-    /// [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY), [`Backpressure::Block`](crate::Backpressure::Block).
-    ///
-    /// # Panics
-    /// If the OS refuses to start the worker threads; use [`Pool::builder`] to get that as a
-    /// [`BuildError`](crate::BuildError) instead.
-    ///
-    /// ```
-    /// let pool = flock::Pool::new();
-    /// assert!(pool.workers() >= 1);
-    /// ```
-    pub fn new() -> Pool {
-        match PoolBuilder::new().build() {
-            Ok(pool) => pool,
-            Err(e) => panic!("flock: could not start the default pool: {e}"),
-        }
-    }
-
-    /// A builder for a configured pool.
-    ///
-    /// ```
-    /// let pool = flock::Pool::builder().workers(3).build().unwrap();
-    /// assert_eq!(pool.workers(), 3);
-    /// ```
-    pub fn builder() -> PoolBuilder {
-        PoolBuilder::new()
-    }
-
     pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
         Pool {
             registry,
@@ -177,7 +147,8 @@ impl Pool {
     }
 
     /// Like [`submit`](Pool::submit), into `lane` (a [`Lane`], a lane's name, or its index;
-    /// see [`PoolBuilder::lanes`]). Tasks this task submits go to the same lane.
+    /// see [`PoolBuilder::lanes`](crate::PoolBuilder::lanes)). Tasks this task submits go to
+    /// the same lane.
     ///
     /// ```
     /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build().unwrap();
@@ -839,10 +810,10 @@ impl Pool {
     ///
     /// # Errors
     /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond
-    /// [`PoolBuilder::max_workers`], [`ResizeError::Shutdown`]; when the OS refuses a thread
-    /// or a pinning, or the [`thread_name`](PoolBuilder::thread_name) callback panics, the
-    /// workers below the failed one stay, [`workers`](Pool::workers) counts them, and the
-    /// error says which.
+    /// [`PoolBuilder::max_workers`](crate::PoolBuilder::max_workers),
+    /// [`ResizeError::Shutdown`]; when the OS refuses a thread or a pinning, or the
+    /// [`thread_name`](crate::PoolBuilder::thread_name) callback panics, the workers below
+    /// the failed one stay, [`workers`](Pool::workers) counts them, and the error says which.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();
@@ -960,12 +931,13 @@ impl Pool {
     }
 
     /// Whether this pool's parking workers use `membarrier(2)` so that its pushes need no
-    /// fence ([`PoolBuilder::membarrier`]): asked for (the default) and granted by the
-    /// kernel. `false` when the builder said `false`, or the system offers no expedited
-    /// private membarrier (not Linux, a kernel before 4.14, a seccomp filter); the pool then
-    /// fences its pushes. It also turns `false` if the kernel ever refuses a membarrier the
-    /// pool registered for (not expected): from then on its pushes fence, and its parks still
-    /// try the membarrier, for the pushes made before. Either way no wake-up is lost.
+    /// fence ([`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier)): asked for (the
+    /// default) and granted by the kernel. `false` when the builder said `false`, or the
+    /// system offers no expedited private membarrier (not Linux, a kernel before 4.14, a
+    /// seccomp filter); the pool then fences its pushes. It also turns `false` if the kernel
+    /// ever refuses a membarrier the pool registered for (not expected): from then on its
+    /// pushes fence, and its parks still try the membarrier, for the pushes made before.
+    /// Either way no wake-up is lost.
     ///
     /// ```
     /// let pool = flock::Pool::builder().membarrier(false).build().unwrap();
