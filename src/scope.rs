@@ -17,6 +17,7 @@
 
 use crate::job::{Job, JobRef, Outcome, COUNTED};
 use crate::latch::{CountLatch, Owner};
+use crate::pool::{Pool, BATCH};
 use crate::registry::{Admission, Registry};
 use crate::slab;
 use crate::sync::{Arc, Mutex};
@@ -347,9 +348,9 @@ impl<'scope> Scope<'scope> {
 
     #[cold]
     fn spawn_batch_from_outside(&self, mut jobs: impl Iterator<Item = Job>) {
-        let mut batch = Vec::with_capacity(crate::pool::BATCH);
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
-            batch.extend(jobs.by_ref().take(crate::pool::BATCH));
+            batch.extend(jobs.by_ref().take(BATCH));
             if batch.is_empty() {
                 return;
             }
@@ -488,6 +489,54 @@ impl<'scope> Scope<'scope> {
             (Ok(_), Some(p)) => resume_unwind(p),
             (Ok(value), None) => value,
         }
+    }
+}
+
+impl Pool {
+    /// Runs `op` with a [`Scope`] whose tasks may borrow from the caller's stack; returns once
+    /// `op` and every task spawned in the scope have finished. If any of them panicked, the
+    /// first panic is re-raised here, after all have finished.
+    ///
+    /// The calling thread runs `op` and then blocks until the tasks finished; called from one
+    /// of the pool's workers, the worker runs other tasks while it waits.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut words = vec!["a".to_string(), "b".to_string()];
+    /// pool.scope(|s| {
+    ///     for w in words.iter_mut() {
+    ///         s.spawn(move |_| w.push('!'));
+    ///     }
+    /// });
+    /// assert_eq!(words, ["a!", "b!"]);
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        Scope::new(self.registry().clone()).run(op)
+    }
+
+    /// Like [`scope`](Pool::scope), but the scope's `spawn` is
+    /// [`Scope::spawn_fifo`](crate::Scope::spawn_fifo): tasks spawned from one worker start
+    /// oldest first. As rayon's `ThreadPool::scope_fifo`. (`Scope::spawn_batch` is not
+    /// affected: a batch from a worker goes to its deque as one group.)
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut v = vec![1, 2, 3];
+    /// pool.scope_fifo(|s| {
+    ///     for x in v.iter_mut() {
+    ///         s.spawn(move |_| *x *= 2);
+    ///     }
+    /// });
+    /// assert_eq!(v, [2, 4, 6]);
+    /// ```
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R,
+    {
+        Scope::new_fifo(self.registry().clone()).run(op)
     }
 }
 
