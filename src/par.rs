@@ -225,7 +225,7 @@ impl Pool {
         let chunk = chunk.unwrap_or_else(|| auto_chunk(len, self.workers()));
         let f = &f;
         let end = range.end;
-        self.scope(|s| {
+        self.in_place_scope(|s| {
             s.spawn_batch(range.step_by(chunk).map(|lo| {
                 let hi = lo.saturating_add(chunk).min(end);
                 move |_: &Scope<'_>| (lo..hi).for_each(f)
