@@ -79,14 +79,14 @@ impl<T> Header<T> {
     /// We moved `state` out of PENDING: the task's unit of capacity, if it holds one, is
     /// free again, and blocked or async submitters waiting for room are woken as for any
     /// release (`Gate::release_pending`). A worker starting the task adds it to the units
-    /// it gives back in a lot, as for a reserved job it starts (`note_reservation_started`).
+    /// it gives back in a lot, as for a reserved job it starts (`hold_unit_of_started_job`).
     fn give_back_unit(&self, started_here: bool) {
         if !self.holds_unit {
             return;
         }
         let reg = &*self.registry;
         crate::worker::with_current(|w| match w {
-            Some(w) if started_here && w.is_in(reg) => w.note_reservation_started(),
+            Some(w) if started_here && w.is_in(reg) => w.hold_unit_of_started_job(),
             _ => reg.gate.release_pending(1),
         });
     }

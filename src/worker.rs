@@ -631,7 +631,7 @@ impl WorkerThread {
         self.credit().settle();
         // What comes next does not start where the last task ended (`run_timed`).
         self.clock.clear_last_end();
-        self.flush_reservations();
+        self.give_back_held_units();
         // Pairs with the waiter's SeqCst `waiters` increment in `Quiet::wait`:
         // either it sees our finish counts or we see it registered.
         fence(Ordering::SeqCst);

@@ -25,7 +25,7 @@ impl WorkerThread {
             shard.stats.stat_owned(Stat::FromInjector, 1);
         }
         if flags & RESERVED != 0 {
-            self.note_reservation_started();
+            self.hold_unit_of_started_job();
         }
         if flags & DISCARDABLE != 0 && self.registry.is_stopping_now() {
             self.discard(job);
@@ -198,15 +198,16 @@ impl WorkerThread {
         }
     }
 
-    /// A reserved task started here: its unit of capacity is given back with the next lot
-    /// (`flush_threshold` units, or when this worker runs out of work).
-    pub(crate) fn note_reservation_started(&self) {
+    /// A `RESERVED` task started here: we hold its unit of capacity and give it back with
+    /// the next lot (`flush_threshold` units, or when this worker runs out of work).
+    pub(crate) fn hold_unit_of_started_job(&self) {
         if let Some(n) = self.units.add_one(self.registry.gate.flush_threshold()) {
             self.registry.gate.release_pending(n);
         }
     }
 
-    pub(super) fn flush_reservations(&self) {
+    /// Gives back every unit of capacity we hold (`hold_unit_of_started_job`).
+    pub(super) fn give_back_held_units(&self) {
         let n = self.units.take_all();
         if n > 0 {
             self.registry.gate.release_pending(n);

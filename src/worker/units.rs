@@ -1,5 +1,5 @@
 //! The capacity units a worker holds back: one per `RESERVED` job started here, given back
-//! to the registry's pending count in lots (`WorkerThread::note_reservation_started`).
+//! to the registry's pending count in lots (`WorkerThread::hold_unit_of_started_job`).
 
 use std::cell::Cell;
 
