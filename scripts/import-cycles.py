@@ -26,11 +26,14 @@ The units of the graph:
   engine may import the counters, and `metrics/mod.rs`, which reads the registry to make
   `Stats`, is a feature above it.
 - The modules of `GROUPS` below count as one unit each: the engine's core ("engine"), whose
-  files call each other by design (rayon-core's `registry.rs` and `latch.rs` do too), and
-  the pool handle with the features it offers as its methods ("api"). The check then says
-  what matters for layering: nothing below the engine imports it, the engine imports no
-  feature, and no two other modules import each other. A new module that closes a cycle
-  with a group either belongs to it (say so there) or must not import what it imports.
+  files call each other by design (rayon-core's `registry.rs` and `latch.rs` do too). The
+  check then says what matters for layering: nothing below the engine imports it, the
+  engine imports no feature, and no two other modules import each other. So the pool
+  handle (`pool.rs`) imports none of the features it offers as its methods: each feature
+  adds its methods in an `impl Pool` of its own file (`Pool::scope` in `scope.rs`,
+  `Pool::builder` in `builder.rs`, `PoolBuilder::build_global` in `global.rs`) and imports
+  the handle. A new module that closes a cycle with the engine either belongs to it (say
+  so there) or must not import what it imports.
 - `lib.rs` is the root: it declares the modules and re-exports the public surface, so it is
   no unit; its re-exports are followed to the module that defines the item.
 - Tests are excluded: they may import anything. An item under a `#[cfg(...)]` that holds only
@@ -59,15 +62,9 @@ import tempfile
 GROUPS = {
     # The engine's core: the registry starts the workers (`worker::run`) and the lane
     # reserve, which read it; a worker waits on latches, which wake workers; the wakers
-    # report a panicking waker with the current worker's index; the lanes' shared queues
-    # (`submitq.rs`) count their jobs in the registry's shards; the last worker out sweeps
+    # report a panicking waker with the current worker's index; the last worker out sweeps
     # the queues (`purge::sweep`), with the code that `Pool::purge` and a cancel use.
-    "engine": {"registry", "worker", "latch", "lane_reserve", "wakers", "submitq", "purge"},
-    # The pool handle and the entry points it offers as its methods: `Pool::builder()` and
-    # `PoolBuilder::build()` make each other, the global pool is built by the builder,
-    # `Pool::scope`/`par_*` open scopes and run the parallel helpers, which take a `Pool`
-    # (or the current one, `current.rs`), and a scope's `spawn_fifo` is `fifo.rs`'s.
-    "api": {"pool", "builder", "global", "scope", "par", "current", "fifo"},
+    "engine": {"registry", "worker", "latch", "lane_reserve", "wakers", "purge"},
 }
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"

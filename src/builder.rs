@@ -82,6 +82,36 @@ pub struct PoolBuilder {
     loom_rings: bool,
 }
 
+impl Pool {
+    /// A pool with every default: one worker per CPU this process may use, capacity
+    /// [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY), [`Backpressure::Block`](crate::Backpressure::Block).
+    ///
+    /// # Panics
+    /// If the OS refuses to start the worker threads; use [`Pool::builder`] to get that as a
+    /// [`BuildError`](crate::BuildError) instead.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// assert!(pool.workers() >= 1);
+    /// ```
+    pub fn new() -> Pool {
+        match PoolBuilder::new().build() {
+            Ok(pool) => pool,
+            Err(e) => panic!("flock: could not start the default pool: {e}"),
+        }
+    }
+
+    /// A builder for a configured pool.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(3).build().unwrap();
+    /// assert_eq!(pool.workers(), 3);
+    /// ```
+    pub fn builder() -> PoolBuilder {
+        PoolBuilder::new()
+    }
+}
+
 impl Default for PoolBuilder {
     fn default() -> Self {
         PoolBuilder {
@@ -594,30 +624,6 @@ impl PoolBuilder {
     pub(crate) fn loom_rings(mut self) -> Self {
         self.loom_rings = true;
         self
-    }
-
-    /// Builds the process's [`global`](fn@crate::global) pool with this configuration,
-    /// instead of the defaults and environment variables its first use would read; the free
-    /// functions ([`flock::spawn`](fn@crate::spawn), [`flock::join`](fn@crate::join), ...) off
-    /// the workers then use it. As rayon's `ThreadPoolBuilder::build_global`. Call it early
-    /// in `main`: once the global pool exists it cannot be replaced. The pool lives for the
-    /// rest of the process and cannot be shut down (see [`global`](fn@crate::global)).
-    ///
-    /// # Errors
-    /// [`BuildError::GlobalAlreadyBuilt`] when the global pool was built already (by an
-    /// earlier call, or by a first use); nothing is started then. Any error of
-    /// [`build`](PoolBuilder::build) otherwise, and the global pool stays unbuilt.
-    ///
-    /// ```
-    /// flock::Pool::builder().workers(2).capacity(1_000).build_global()?;
-    /// assert_eq!(flock::global().workers(), 2);
-    /// assert_eq!(flock::global().capacity(), 1_000);
-    /// let again = flock::Pool::builder().build_global().unwrap_err();
-    /// assert!(matches!(again, flock::BuildError::GlobalAlreadyBuilt));
-    /// # Ok::<(), flock::BuildError>(())
-    /// ```
-    pub fn build_global(self) -> Result<(), BuildError> {
-        crate::global::build_global(self)
     }
 
     /// Checks the configuration and starts the workers. Returns once every worker is running

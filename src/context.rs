@@ -200,7 +200,11 @@ where
 impl Pool {
     /// Runs `op` here, on the calling thread, with a [`Scope`] whose tasks go to this pool;
     /// returns once `op` and every task spawned in it have finished, re-raising the first
-    /// panic. Blocks the calling thread until then. As rayon's `ThreadPool::in_place_scope`.
+    /// panic. Blocks the calling thread until then (on a worker, it runs other tasks
+    /// meanwhile). As rayon's `ThreadPool::in_place_scope`. The free functions called in
+    /// `op` reach the calling thread's current pool (its worker's, else the
+    /// [`global`] one), not necessarily this one; [`scope`](Pool::scope) runs `op` inside
+    /// this pool instead.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).thread_name(|i| format!("ips-{i}")).build().unwrap();
@@ -217,8 +221,9 @@ impl Pool {
         Scope::new(self.registry().clone()).run(op)
     }
 
-    /// [`in_place_scope`](Pool::in_place_scope) whose `spawn` is [`Scope::spawn_fifo`]. As
-    /// rayon's `ThreadPool::in_place_scope_fifo`.
+    /// [`in_place_scope`](Pool::in_place_scope) whose `spawn` is [`Scope::spawn_fifo`]: `op`
+    /// runs on the calling thread (where [`scope_fifo`](Pool::scope_fifo) runs it inside the
+    /// pool). As rayon's `ThreadPool::in_place_scope_fifo`.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).build().unwrap();

@@ -51,24 +51,30 @@ where
     })
 }
 
-/// Runs `op` with a [`Scope`] of the current pool (the calling worker's pool; anywhere else the
-/// [`global`] one): returns once `op` and every task spawned in the scope have finished,
-/// re-raising the first panic; the calling thread blocks until then (a worker runs other
-/// tasks meanwhile). [`Pool::scope`](crate::Pool::scope) without naming a pool. `op` runs on
-/// the calling thread, as in [`in_place_scope`](crate::in_place_scope).
+/// Runs `op` with a [`Scope`] of the current pool, inside that pool: returns once `op` and
+/// every task spawned in the scope have finished, re-raising the first panic.
+/// [`Pool::scope`](crate::Pool::scope) without naming a pool. As rayon's `scope`: called on a
+/// worker, `op` runs right there, in the worker's pool (and the worker runs other tasks while
+/// it waits for the scope's); called anywhere else, it is
+/// [`global()`](global)`.scope(op)`: `op` runs on a worker of the global pool while the
+/// calling thread blocks. [`in_place_scope`](crate::in_place_scope) runs `op` on the calling
+/// thread in both cases.
 ///
 /// ```
 /// let mut parts = [0u64; 4];
-/// flock::scope(|s| {
+/// let body_on_a_worker = flock::scope(|s| {
 ///     for (i, p) in parts.iter_mut().enumerate() {
 ///         s.spawn(move |_| *p = i as u64 * 10);
 ///     }
+///     flock::current_worker_index().is_some() // called from here: the global pool's
 /// });
+/// assert!(body_on_a_worker);
 /// assert_eq!(parts, [0, 10, 20, 30]);
 /// ```
 pub fn scope<'scope, OP, R>(op: OP) -> R
 where
-    OP: FnOnce(&Scope<'scope>) -> R,
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
 {
     match current_registry() {
         Some(registry) => Scope::new(registry).run(op),
@@ -77,7 +83,7 @@ where
 }
 
 /// Like [`scope`], but the scope's `spawn` is [`Scope::spawn_fifo`]: tasks spawned from one
-/// worker start oldest first. As rayon's `scope_fifo`.
+/// worker start oldest first. `op` runs where [`scope`]'s does. As rayon's `scope_fifo`.
 ///
 /// ```
 /// use std::sync::Mutex;
@@ -95,7 +101,8 @@ where
 /// ```
 pub fn scope_fifo<'scope, OP, R>(op: OP) -> R
 where
-    OP: FnOnce(&Scope<'scope>) -> R,
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
 {
     match current_registry() {
         Some(registry) => Scope::new_fifo(registry).run(op),

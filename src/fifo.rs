@@ -24,7 +24,6 @@
 use crate::deque::{Injector, Steal};
 use crate::job::{Job, JobSource};
 use crate::pool::Pool;
-use crate::scope::Scope;
 use crate::spawn::{spawn_job, JoinHandle};
 use crate::sync::{facade_thread_local, Arc};
 use crate::worker::{with_current, WorkerThread};
@@ -131,29 +130,5 @@ impl Pool {
             Ok(handle) => handle,
             Err(task) => self.spawn(task),
         }
-    }
-}
-
-impl Pool {
-    /// Like [`scope`](Pool::scope), but the scope's `spawn` is
-    /// [`Scope::spawn_fifo`](crate::Scope::spawn_fifo): tasks spawned from one worker start
-    /// oldest first. As rayon's `ThreadPool::scope_fifo`. (`Scope::spawn_batch` is not
-    /// affected: a batch from a worker goes to its deque as one group.)
-    ///
-    /// ```
-    /// let pool = flock::Pool::new();
-    /// let mut v = vec![1, 2, 3];
-    /// pool.scope_fifo(|s| {
-    ///     for x in v.iter_mut() {
-    ///         s.spawn(move |_| *x *= 2);
-    ///     }
-    /// });
-    /// assert_eq!(v, [2, 4, 6]);
-    /// ```
-    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
-    where
-        OP: FnOnce(&Scope<'scope>) -> R,
-    {
-        Scope::new_fifo(self.registry().clone()).run(op)
     }
 }

@@ -56,7 +56,7 @@
 //! leaked pool.
 
 use crate::sys::Leaked;
-use crate::{BuildError, Pool};
+use crate::{BuildError, Pool, PoolBuilder};
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -187,9 +187,35 @@ fn fill(pool: Pool) -> Result<&'static Pool, BuildError> {
     Ok(GLOBAL.fill(Box::new(pool.into_global())))
 }
 
+impl PoolBuilder {
+    /// Builds the process's [`global`](fn@crate::global) pool with this configuration,
+    /// instead of the defaults and environment variables its first use would read; the free
+    /// functions ([`flock::spawn`](fn@crate::spawn), [`flock::join`](fn@crate::join), ...) off
+    /// the workers then use it. As rayon's `ThreadPoolBuilder::build_global`. Call it early
+    /// in `main`: once the global pool exists it cannot be replaced. The pool lives for the
+    /// rest of the process and cannot be shut down (see [`global`](fn@crate::global)).
+    ///
+    /// # Errors
+    /// [`BuildError::GlobalAlreadyBuilt`] when the global pool was built already (by an
+    /// earlier call, or by a first use); nothing is started then. Any error of
+    /// [`build`](PoolBuilder::build) otherwise, and the global pool stays unbuilt.
+    ///
+    /// ```
+    /// flock::Pool::builder().workers(2).capacity(1_000).build_global()?;
+    /// assert_eq!(flock::global().workers(), 2);
+    /// assert_eq!(flock::global().capacity(), 1_000);
+    /// let again = flock::Pool::builder().build_global().unwrap_err();
+    /// assert!(matches!(again, flock::BuildError::GlobalAlreadyBuilt));
+    /// # Ok::<(), flock::BuildError>(())
+    /// ```
+    pub fn build_global(self) -> Result<(), BuildError> {
+        build_global(self)
+    }
+}
+
 /// `PoolBuilder::build_global`: builds the global pool from `builder`, unless it is built
 /// already (then `GlobalAlreadyBuilt`, and nothing is started).
-pub(crate) fn build_global(builder: crate::PoolBuilder) -> Result<(), BuildError> {
+fn build_global(builder: PoolBuilder) -> Result<(), BuildError> {
     let _turn = BuildTurn::take();
     if built().is_some() {
         return Err(BuildError::GlobalAlreadyBuilt);

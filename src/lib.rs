@@ -71,7 +71,8 @@
 //! # Coming from rayon
 //!
 //! Replace `rayon::` with `flock::`; these keep their names and meaning. The free functions
-//! use the current pool: the calling worker's, else the [`global()`] one.
+//! use the current pool: the calling worker's, else the [`global()`] one ([where each
+//! closure runs](#where-closures-run)).
 //!
 //! | rayon | flock |
 //! |---|---|
@@ -91,9 +92,6 @@
 //!
 //! Deliberate differences:
 //!
-//! * **[`Pool::scope`] runs its body on the calling thread** (as `in_place_scope` does);
-//!   rayon's `ThreadPool::scope` runs it inside the pool. The scope's tasks run in the pool
-//!   either way; wrap the scope in [`Pool::install`] when the body itself must run there.
 //! * **`spawn` returns a [`JoinHandle`]** (rayon's returns `()`), and from outside the pool it
 //!   is subject to the pool's capacity: it blocks on a full queue under
 //!   [`Backpressure::Block`] (rayon's queue is unbounded).
@@ -181,6 +179,42 @@
 //! tasks for the cost of a few. A panicking task is caught and counted, and passed to the
 //! [`panic_handler`](PoolBuilder::panic_handler) if there is one; it never takes a worker
 //! down.
+//!
+//! # Where closures run
+//!
+//! The *current pool* of a thread is the pool of the worker it is, and for any other thread
+//! the [`global()`] one. The free functions ([`join()`], [`scope()`], [`spawn()`],
+//! [`broadcast()`], [`par_for_each`], ...) use the current pool of the thread that calls
+//! them; so each entry point decides, by where it runs a closure, which pool the free
+//! functions called inside that closure reach. As in rayon:
+//!
+//! | entry point | where the closure runs | the free functions inside it reach |
+//! |---|---|---|
+//! | [`Pool::install`]`(op)` | `op` on one of the pool's workers: right there when called on one of them; otherwise the caller blocks meanwhile | this pool |
+//! | [`Pool::scope`]`(op)`, [`Pool::scope_fifo`] | `op` as `install`'s; the scope's tasks on the pool's workers | this pool, in `op` and in the tasks |
+//! | [`Pool::in_place_scope`]`(op)`, [`Pool::in_place_scope_fifo`] | `op` on the calling thread; the tasks on the pool's workers | in `op`: the caller's current pool; in the tasks: this pool |
+//! | [`Pool::join`]`(a, b)` | called on one of the pool's workers: `a` right there, `b` there or on a thief; otherwise both on the pool's workers while the caller blocks | this pool |
+//! | [`Pool::submit`], [`Pool::spawn`], [`Pool::spawn_fifo`], [`Pool::broadcast`], [`Pool::for_each`], [`Pool::par_for_each`] and the other slice helpers | on the pool's workers (`broadcast`: once on each) | this pool |
+//! | [`join()`], [`join_context`] | as the current pool's [`Pool::join`] | the current pool |
+//! | [`scope()`], [`scope_fifo`] | called on a worker: `op` right there; otherwise as [`global()`]`.scope(op)`, on a worker of the global pool; the tasks in the current pool | the current pool (the global one from outside), in `op` and in the tasks |
+//! | [`in_place_scope`], [`in_place_scope_fifo`] | `op` on the calling thread; the tasks in the current pool | the current pool |
+//! | [`spawn()`], [`spawn_fifo`], [`submit`], [`broadcast()`], [`par_for_each`] and the other slice helpers | on the current pool's workers (`broadcast`: once on each) | the current pool |
+//!
+//! A task that runs off the workers is on no worker, so the free functions there reach the
+//! global pool (or, on a worker of another pool, that pool): a task run by its submitter
+//! under [`Backpressure::CallerRuns`] or on a helper thread under
+//! [`Backpressure::SpawnThread`], one run by the [lane reserve](PoolBuilder::lane_reserve),
+//! and, once the pool is shut down, what `install`, `scope` and `join` run on the caller.
+//!
+//! ```
+//! let pool = flock::Pool::builder().workers(2).thread_name(|i| format!("p-{i}")).build()?;
+//! let name = || std::thread::current().name().unwrap_or("").to_owned();
+//! let (body, half) = pool.scope(|_| (name(), flock::join(name, name).1));
+//! assert!(body.starts_with("p-") && half.starts_with("p-")); // in `pool`
+//! let body = pool.in_place_scope(|_| name());
+//! assert!(!body.starts_with("p-")); // on this thread
+//! # Ok::<(), flock::BuildError>(())
+//! ```
 //!
 //! # The global pool
 //!

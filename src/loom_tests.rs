@@ -530,9 +530,9 @@ fn loom_join_half_stolen_while_the_first_blocks() {
 }
 
 /// A scope whose tasks end on workers that keep their units of its count (`Credit` in
-/// `latch.rs`): the owner, outside the pool, waits while two workers run its tasks
-/// (the second spawned on a worker, onto its join deque, and perhaps stolen). It returns
-/// only if each worker gives its kept units back once it runs out of work. Under the
+/// `latch.rs`): the owner, outside the pool (an in-place scope), waits while two workers run
+/// its tasks (the second spawned on a worker, onto its join deque, and perhaps stolen). It
+/// returns only if each worker gives its kept units back once it runs out of work. Under the
 /// `credit` canary (units never given back) it deadlocks, which `scripts/loom.sh`
 /// requires.
 #[test]
@@ -540,7 +540,7 @@ fn loom_scope_units_kept_by_workers_are_given_back() {
     model("loom_scope_units_kept_by_workers_are_given_back", || {
         let pool = pool(2);
         let ran = counter();
-        pool.scope(|s| {
+        pool.in_place_scope(|s| {
             let ran = &ran;
             s.spawn(move |s| {
                 s.spawn(move |_| {
@@ -762,14 +762,14 @@ fn loom_block_wakes_at_the_low_water_mark() {
 
 /// The undo of a failed reservation that takes `pending` below the low-water mark, made by
 /// another submitter than the blocked one: capacity 2 (mark 1), one worker. The main thread
-/// submits three tasks and may block on the third; another outside thread opens a scope and
-/// spawns one task into it, whose admission runs its caller's policy, `CallerRuns`. If that
-/// spawn's add finds the queue full and the worker's releases take `pending` from 3 to 1
-/// before its undo, the undo is the decrement that crosses the mark, and no release will:
-/// the spawn must wake the blocked submitter in their stead (`Reserved::Crossed`), then run
-/// its task through the queue or on its caller. Missing that wake leaves the main thread
-/// asleep with `pending` at 0 and the worker parked, which loom reports as a deadlock (the
-/// canary `undo` drops the wake and must).
+/// submits three tasks and may block on the third; another outside thread opens a scope (in
+/// place) and spawns one task into it, whose admission runs its caller's policy,
+/// `CallerRuns`. If that spawn's add finds the queue full and the worker's releases take
+/// `pending` from 3 to 1 before its undo, the undo is the decrement that crosses the mark,
+/// and no release will: the spawn must wake the blocked submitter in their stead
+/// (`Reserved::Crossed`), then run its task through the queue or on its caller. Missing that
+/// wake leaves the main thread asleep with `pending` at 0 and the worker parked, which loom
+/// reports as a deadlock (the canary `undo` drops the wake and must).
 #[test]
 fn loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter() {
     model(
@@ -779,7 +779,7 @@ fn loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter() {
             let ran = counter();
             let (p, r) = (pool.clone(), ran.clone());
             let scoper = loom::thread::spawn(move || {
-                p.scope(|s| {
+                p.in_place_scope(|s| {
                     s.spawn(move |_| {
                         r.fetch_add(1, Ordering::SeqCst);
                     });

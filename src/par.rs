@@ -24,6 +24,7 @@ use crate::sync::Arc;
 use crate::worker::with_current;
 use crate::Pool;
 use std::cmp::Ordering;
+use std::ops::Range;
 
 /// Pieces below this length are not split further by the sorts: a `join` costs more than
 /// sorting them where they are.
@@ -188,6 +189,50 @@ fn current() -> Arc<Registry> {
 }
 
 impl Pool {
+    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (`None`:
+    /// the pool chooses, about four tasks per worker), and returns when all calls have
+    /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
+    /// borrow from the caller. A panic in `f` is re-raised here after every task has
+    /// finished. It blocks the calling thread until then; called from one of the pool's
+    /// tasks, the worker runs other tasks while it waits.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// let pool = flock::Pool::new();
+    /// let sum = AtomicU64::new(0);
+    /// pool.for_each(0..1_000, None, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// pool.for_each(0..1_000, Some(64), |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
+    /// assert_eq!(sum.into_inner(), 2 * 499_500);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// With `Some(0)`, which would make no progress (as `slice::chunks(0)` panics), and when
+    /// `f` panics.
+    pub fn for_each<F>(&self, range: Range<usize>, chunk: Option<usize>, f: F)
+    where
+        F: Fn(usize) + Sync,
+    {
+        assert_ne!(
+            chunk,
+            Some(0),
+            "for_each: a chunk of 0 indices; pass None to let the pool choose"
+        );
+        let len = range.len();
+        if len == 0 {
+            return;
+        }
+        let chunk = chunk.unwrap_or_else(|| auto_chunk(len, self.workers()));
+        let f = &f;
+        let end = range.end;
+        self.in_place_scope(|s| {
+            s.spawn_batch(range.step_by(chunk).map(|lo| {
+                let hi = lo.saturating_add(chunk).min(end);
+                move |_: &Scope<'_>| (lo..hi).for_each(f)
+            }))
+        });
+    }
+
     /// Calls `f` on every item of `items`, in parallel, and returns when all calls have
     /// finished (blocking the calling thread until then; on one of the pool's workers, the
     /// worker runs other tasks meanwhile). The slice is cut as [`for_each`](Pool::for_each)

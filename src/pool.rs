@@ -2,16 +2,12 @@
 
 use crate::job::{Job, Outcome, COUNTED, DISCARDABLE};
 use crate::registry::{Admission, QuietOutcome, Registry};
-use crate::scope::Scope;
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
 use crate::sync::Arc;
 use crate::unwind::UntilPanic;
 use crate::worker::{with_current, WorkerThread};
-use crate::{
-    BatchError, Lane, LaneId, PoolBuilder, RejectReason, ResizeError, SubmitError, WaitError,
-};
+use crate::{BatchError, Lane, LaneId, RejectReason, ResizeError, SubmitError, WaitError};
 use std::fmt;
-use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// Tasks a batch admits at once from outside the pool.
@@ -68,34 +64,6 @@ impl Default for Pool {
 }
 
 impl Pool {
-    /// A pool with every default: one worker per CPU this process may use, capacity
-    /// [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY), [`Backpressure::Block`](crate::Backpressure::Block).
-    ///
-    /// # Panics
-    /// If the OS refuses to start the worker threads; use [`Pool::builder`] to get that as a
-    /// [`BuildError`](crate::BuildError) instead.
-    ///
-    /// ```
-    /// let pool = flock::Pool::new();
-    /// assert!(pool.workers() >= 1);
-    /// ```
-    pub fn new() -> Pool {
-        match PoolBuilder::new().build() {
-            Ok(pool) => pool,
-            Err(e) => panic!("flock: could not start the default pool: {e}"),
-        }
-    }
-
-    /// A builder for a configured pool.
-    ///
-    /// ```
-    /// let pool = flock::Pool::builder().workers(3).build().unwrap();
-    /// assert_eq!(pool.workers(), 3);
-    /// ```
-    pub fn builder() -> PoolBuilder {
-        PoolBuilder::new()
-    }
-
     pub(crate) fn from_registry(registry: Arc<Registry>) -> Pool {
         Pool {
             registry,
@@ -177,7 +145,8 @@ impl Pool {
     }
 
     /// Like [`submit`](Pool::submit), into `lane` (a [`Lane`], a lane's name, or its index;
-    /// see [`PoolBuilder::lanes`]). Tasks this task submits go to the same lane.
+    /// see [`PoolBuilder::lanes`](crate::PoolBuilder::lanes)). Tasks this task submits go to
+    /// the same lane.
     ///
     /// ```
     /// let pool = flock::Pool::builder().lanes(&[("interactive", 8), ("batch", 1)]).build().unwrap();
@@ -337,50 +306,6 @@ impl Pool {
         }
     }
 
-    /// Calls `f(i)` for every `i` in `range`, in parallel, `chunk` indices per task (`None`:
-    /// the pool chooses, about four tasks per worker), and returns when all calls have
-    /// finished. The tasks are queued as one batch (see [`Scope::spawn_batch`]); `f` may
-    /// borrow from the caller. A panic in `f` is re-raised here after every task has
-    /// finished. It blocks the calling thread until then; called from one of the pool's
-    /// tasks, the worker runs other tasks while it waits.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// let pool = flock::Pool::new();
-    /// let sum = AtomicU64::new(0);
-    /// pool.for_each(0..1_000, None, |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
-    /// pool.for_each(0..1_000, Some(64), |i| { sum.fetch_add(i as u64, Ordering::Relaxed); });
-    /// assert_eq!(sum.into_inner(), 2 * 499_500);
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// With `Some(0)`, which would make no progress (as `slice::chunks(0)` panics), and when
-    /// `f` panics.
-    pub fn for_each<F>(&self, range: Range<usize>, chunk: Option<usize>, f: F)
-    where
-        F: Fn(usize) + Sync,
-    {
-        assert_ne!(
-            chunk,
-            Some(0),
-            "for_each: a chunk of 0 indices; pass None to let the pool choose"
-        );
-        let len = range.len();
-        if len == 0 {
-            return;
-        }
-        let chunk = chunk.unwrap_or_else(|| crate::par::auto_chunk(len, self.workers()));
-        let f = &f;
-        let end = range.end;
-        self.scope(|s| {
-            s.spawn_batch(range.step_by(chunk).map(|lo| {
-                let hi = lo.saturating_add(chunk).min(end);
-                move |_: &Scope<'_>| (lo..hi).for_each(f)
-            }))
-        });
-    }
-
     /// Runs `task` on the pool and returns a handle to its result.
     ///
     /// Admission is as for [`submit`](Pool::submit): a full queue **blocks the calling
@@ -475,30 +400,6 @@ impl Pool {
             }
             Err(reason) => Err(SubmitError::new(task, reason)),
         }
-    }
-
-    /// Runs `op` with a [`Scope`] whose tasks may borrow from the caller's stack; returns once
-    /// `op` and every task spawned in the scope have finished. If any of them panicked, the
-    /// first panic is re-raised here, after all have finished.
-    ///
-    /// The calling thread runs `op` and then blocks until the tasks finished; called from one
-    /// of the pool's workers, the worker runs other tasks while it waits.
-    ///
-    /// ```
-    /// let pool = flock::Pool::new();
-    /// let mut words = vec!["a".to_string(), "b".to_string()];
-    /// pool.scope(|s| {
-    ///     for w in words.iter_mut() {
-    ///         s.spawn(move |_| w.push('!'));
-    ///     }
-    /// });
-    /// assert_eq!(words, ["a!", "b!"]);
-    /// ```
-    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
-    where
-        OP: FnOnce(&Scope<'scope>) -> R,
-    {
-        Scope::new(self.registry.clone()).run(op)
     }
 
     /// Runs `a` and `b`, potentially in parallel, and returns both results. On a worker, `b`
@@ -839,10 +740,10 @@ impl Pool {
     ///
     /// # Errors
     /// [`ResizeError::ZeroWorkers`], [`ResizeError::TooManyWorkers`] beyond
-    /// [`PoolBuilder::max_workers`], [`ResizeError::Shutdown`]; when the OS refuses a thread
-    /// or a pinning, or the [`thread_name`](PoolBuilder::thread_name) callback panics, the
-    /// workers below the failed one stay, [`workers`](Pool::workers) counts them, and the
-    /// error says which.
+    /// [`PoolBuilder::max_workers`](crate::PoolBuilder::max_workers),
+    /// [`ResizeError::Shutdown`]; when the OS refuses a thread or a pinning, or the
+    /// [`thread_name`](crate::PoolBuilder::thread_name) callback panics, the workers below
+    /// the failed one stay, [`workers`](Pool::workers) counts them, and the error says which.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(2).max_workers(4).build().unwrap();
@@ -960,12 +861,13 @@ impl Pool {
     }
 
     /// Whether this pool's parking workers use `membarrier(2)` so that its pushes need no
-    /// fence ([`PoolBuilder::membarrier`]): asked for (the default) and granted by the
-    /// kernel. `false` when the builder said `false`, or the system offers no expedited
-    /// private membarrier (not Linux, a kernel before 4.14, a seccomp filter); the pool then
-    /// fences its pushes. It also turns `false` if the kernel ever refuses a membarrier the
-    /// pool registered for (not expected): from then on its pushes fence, and its parks still
-    /// try the membarrier, for the pushes made before. Either way no wake-up is lost.
+    /// fence ([`PoolBuilder::membarrier`](crate::PoolBuilder::membarrier)): asked for (the
+    /// default) and granted by the kernel. `false` when the builder said `false`, or the
+    /// system offers no expedited private membarrier (not Linux, a kernel before 4.14, a
+    /// seccomp filter); the pool then fences its pushes. It also turns `false` if the kernel
+    /// ever refuses a membarrier the pool registered for (not expected): from then on its
+    /// pushes fence, and its parks still try the membarrier, for the pushes made before.
+    /// Either way no wake-up is lost.
     ///
     /// ```
     /// let pool = flock::Pool::builder().membarrier(false).build().unwrap();

@@ -17,6 +17,7 @@
 
 use crate::job::{Job, JobRef, Outcome, COUNTED};
 use crate::latch::{CountLatch, Owner};
+use crate::pool::{Pool, BATCH};
 use crate::registry::{Admission, Registry};
 use crate::slab;
 use crate::sync::{Arc, Mutex};
@@ -347,9 +348,9 @@ impl<'scope> Scope<'scope> {
 
     #[cold]
     fn spawn_batch_from_outside(&self, mut jobs: impl Iterator<Item = Job>) {
-        let mut batch = Vec::with_capacity(crate::pool::BATCH);
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
-            batch.extend(jobs.by_ref().take(crate::pool::BATCH));
+            batch.extend(jobs.by_ref().take(BATCH));
             if batch.is_empty() {
                 return;
             }
@@ -488,6 +489,70 @@ impl<'scope> Scope<'scope> {
             (Ok(_), Some(p)) => resume_unwind(p),
             (Ok(value), None) => value,
         }
+    }
+}
+
+impl Pool {
+    /// Runs `op` inside the pool with a [`Scope`] whose tasks may borrow from the caller's
+    /// stack; returns once `op` and every task spawned in the scope have finished. If any of
+    /// them panicked, the first panic is re-raised here, after all have finished. As rayon's
+    /// `ThreadPool::scope`.
+    ///
+    /// `op` runs on one of this pool's workers, as an [`install`](Pool::install)ed closure
+    /// does: inside it the free functions ([`flock::join`](fn@crate::join),
+    /// [`flock::spawn`](fn@crate::spawn), [`flock::scope`](fn@crate::scope), ...) use this
+    /// pool, and the worker runs the scope's tasks, and others, while it waits for them.
+    /// Called from one of this pool's workers, `op` runs right there. From a worker of
+    /// another pool, that worker runs its own pool's tasks until the scope is done; from
+    /// any other thread, the caller blocks until then. As for `install`, `op` from outside
+    /// is not subject to the pool's capacity, and in a paused pool it starts after
+    /// [`resume`](Pool::resume); if the pool is shut down, `op` and its tasks run on the
+    /// calling thread. [`in_place_scope`](Pool::in_place_scope) runs `op` on the calling
+    /// thread instead.
+    ///
+    /// ```
+    /// let pool = flock::Pool::builder().workers(2).build().unwrap();
+    /// let mut words = vec!["a".to_string(), "b".to_string()];
+    /// let body_on = pool.scope(|s| {
+    ///     for w in words.iter_mut() {
+    ///         s.spawn(move |_| w.push('!'));
+    ///     }
+    ///     flock::current_worker_index() // the body runs on one of `pool`'s workers
+    /// });
+    /// assert!(matches!(body_on, Some(0 | 1)));
+    /// assert_eq!(words, ["a!", "b!"]);
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| Scope::new(self.registry().clone()).run(op))
+    }
+
+    /// Like [`scope`](Pool::scope), but the scope's `spawn` is
+    /// [`Scope::spawn_fifo`](crate::Scope::spawn_fifo): tasks spawned from one worker start
+    /// oldest first. As rayon's `ThreadPool::scope_fifo`. (`Scope::spawn_batch` is not
+    /// affected: a batch from a worker goes to its deque as one group.) `op` runs inside the
+    /// pool, as in `scope`; [`in_place_scope_fifo`](Pool::in_place_scope_fifo) runs it on
+    /// the calling thread.
+    ///
+    /// ```
+    /// let pool = flock::Pool::new();
+    /// let mut v = vec![1, 2, 3];
+    /// pool.scope_fifo(|s| {
+    ///     for x in v.iter_mut() {
+    ///         s.spawn(move |_| *x *= 2);
+    ///     }
+    /// });
+    /// assert_eq!(v, [2, 4, 6]);
+    /// ```
+    pub fn scope_fifo<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        self.install(|| Scope::new_fifo(self.registry().clone()).run(op))
     }
 }
 

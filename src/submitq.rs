@@ -47,8 +47,7 @@
 
 use crate::deque::{Injector, Steal};
 use crate::job::{Bundle, Job, INJECTED};
-use crate::metrics::counters::Stat;
-use crate::registry::Shard;
+use crate::metrics::counters::{Stat, StatCounts};
 use crate::sync::{
     canary, facade_thread_local, Arc, AtomicBool, AtomicPtr, AtomicUsize, Canary, Mutex, Ordering,
     UnsafeCell,
@@ -220,10 +219,10 @@ impl SharedQueue {
     ///
     /// With `count`, the job is also counted `Submitted`, before it is pushed (a reader that
     /// sees its end sees its acceptance): on the ring, whose owner is its only writer (a
-    /// plain store), or on `count`, the submitter's shard (a read-modify-write), if it goes
-    /// to the injector.
+    /// plain store), or on `count`, the statistics of the submitter's shard (a
+    /// read-modify-write), if it goes to the injector.
     #[inline(always)]
-    pub(crate) fn push_submitted(&self, job: Job, count: Option<&Shard>) {
+    pub(crate) fn push_submitted(&self, job: Job, count: Option<&StatCounts>) {
         self.push_submitted_with(count, 0, None, || job);
     }
 
@@ -239,7 +238,7 @@ impl SharedQueue {
     #[inline(always)]
     pub(crate) fn push_submitted_with(
         &self,
-        count: Option<&Shard>,
+        count: Option<&StatCounts>,
         flags: u8,
         stamp: Option<u64>,
         make: impl FnOnce() -> Job,
@@ -262,9 +261,9 @@ impl SharedQueue {
     /// submitted here (it keeps to the injector, so its jobs stay in order), or its
     /// thread-locals are gone (a submit from another thread-local's destructor).
     #[cold]
-    fn push_unclaimed(&self, job: Job, count: Option<&Shard>) {
-        if let Some(shard) = count {
-            shard.stats.stat_shared(Stat::Submitted, 1);
+    fn push_unclaimed(&self, job: Job, count: Option<&StatCounts>) {
+        if let Some(stats) = count {
+            stats.stat_shared(Stat::Submitted, 1);
         }
         self.injector.push(job);
     }

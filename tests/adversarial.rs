@@ -821,8 +821,9 @@ fn panic_payloads_whose_destructors_panic_do_not_take_the_pool_down() {
             // payload (a handle dropped after the task ended would drop it here).
             drop(pool.spawn(throw_bomb));
             gate.open();
+            // In place: the body is not a task of the pool (the counts below leave it out).
             let scoped = catch_unwind(AssertUnwindSafe(|| {
-                pool.scope(|s| {
+                pool.in_place_scope(|s| {
                     for _ in 0..4 {
                         s.spawn(|_| throw_bomb());
                     }
@@ -1733,12 +1734,13 @@ fn a_batch_iterator_inside_a_task_that_waits_for_an_earlier_task() {
     });
 }
 
-/// `Scope::spawn_batch` from a task: the same.
+/// `Scope::spawn_batch` from a task: the same. (An in-place scope, on the task's worker as
+/// `scope` from there would be: the iterator borrows a receiver, so it is not `Send`.)
 #[test]
 fn a_scope_batch_iterator_inside_a_task_that_waits_for_an_earlier_task() {
     watchdog(10, "spawn_batch iterator waits for its first task", || {
         batch_iterator_waiting_for_earlier_tasks(|pool, tasks| {
-            pool.scope(|s| s.spawn_batch(tasks.map(|t| move |_: &flock::Scope<'_>| t())));
+            pool.in_place_scope(|s| s.spawn_batch(tasks.map(|t| move |_: &flock::Scope<'_>| t())));
         });
     });
 }

@@ -881,7 +881,9 @@ fn a_task_its_caller_runs_keeps_its_lane() {
 }
 
 /// `Scope::spawn_batch` from a thread running a task of lane 1 off the workers (here the
-/// caller, under `CallerRuns`) inherits that lane, as `Scope::spawn` does.
+/// caller, under `CallerRuns`) inherits that lane, as `Scope::spawn` does. The scope is
+/// opened in place, so that its body spawns from that thread (`scope` would run the body on
+/// the worker, which is stalled until the task returns).
 #[cfg(feature = "stats")]
 #[test]
 fn scope_batch_from_off_worker_task_inherits_its_lane() {
@@ -900,7 +902,7 @@ fn scope_batch_from_off_worker_task_inherits_its_lane() {
         pool.submit(|| ()).unwrap(); // the queue is full: what follows runs on the caller
         let inner = pool.clone();
         pool.submit_to("b", move || {
-            inner.scope(|s| {
+            inner.in_place_scope(|s| {
                 s.spawn(|_| ());
                 s.spawn_batch((0..3).map(|_| |_: &flock::Scope<'_>| ()));
             });

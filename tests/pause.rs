@@ -369,7 +369,9 @@ fn a_scope_waiting_in_a_paused_pool_runs_the_task_purge_kept() {
         let ran = Arc::new(AtomicBool::new(false));
         let (p, r) = (pool.clone(), ran.clone());
         pool.submit(move || {
-            p.scope(|s| {
+            // In place (on this worker, as `scope` from here would be): the body borrows the
+            // receiver, which is not `Sync`.
+            p.in_place_scope(|s| {
                 s.spawn(|_| r.store(true, SeqCst));
                 p.pause();
                 ready_tx.send(()).unwrap();
@@ -456,7 +458,9 @@ fn a_scope_waiting_in_a_paused_pool_runs_the_task_a_retiring_worker_handed_over(
             }
             let (spawned_tx, spawned) = mpsc::channel();
             let (paused_tx, paused) = mpsc::channel::<()>();
-            pool.scope(|s| {
+            // In place (on worker 0, as `scope` from here would be): the body borrows the
+            // receiver, which is not `Sync`.
+            pool.in_place_scope(|s| {
                 let ran = &ran;
                 s.spawn(move |s| {
                     // Worker 0 is blocked below: worker 1 runs this.

@@ -7,8 +7,8 @@
 //! spawns on one worker, pools waiting on each other, broadcasts, worker hooks and stacks. The
 //! tests are written afresh for flock, each with a comment naming the rayon test it mirrors.
 //! What `tests/rayon_api.rs` already checks is not repeated here, and where flock deliberately
-//! differs from rayon (a dropped `Pool` joins its threads; `Pool::scope` runs its body on the
-//! caller, as rayon's `in_place_scope`) the test checks flock's documented behaviour instead.
+//! differs from rayon (a dropped `Pool` joins its threads) the test checks flock's documented
+//! behaviour instead.
 //!
 //! Every test that waits on the pool runs under a watchdog, and every wait on a channel is
 //! bounded, so a hang fails the test instead of stalling CI.
@@ -73,7 +73,7 @@ enum Order {
 }
 
 /// `flock::scope` or `flock::scope_fifo`.
-fn scope_of<'scope, R>(order: Order, op: impl FnOnce(&Scope<'scope>) -> R) -> R {
+fn scope_of<'scope, R: Send>(order: Order, op: impl FnOnce(&Scope<'scope>) -> R + Send) -> R {
     match order {
         Order::Lifo => flock::scope(op),
         Order::Fifo => flock::scope_fifo(op),
@@ -1027,7 +1027,7 @@ fn nest<'scope>(
     pools: &[Pool],
     fifo: bool,
     scopes: Vec<&Scope<'scope>>,
-    op: impl FnOnce(&[&Scope<'scope>]),
+    op: impl FnOnce(&[&Scope<'scope>]) + Send,
 ) {
     match pools.split_first() {
         Some((pool, rest)) => {
@@ -1072,11 +1072,12 @@ fn scopes_nested_across_ten_pools() {
     });
 }
 
-// Mirrors rayon's `in_place_scope_no_deadlock` and `in_place_scope_fifo_no_deadlock`. flock's
-// `Pool::scope` runs its body on the calling thread, as rayon's `in_place_scope` does, so a
-// body blocking on its own task does not take the only worker away from it.
+// Mirrors rayon's `in_place_scope_no_deadlock` and `in_place_scope_fifo_no_deadlock`:
+// `Pool::in_place_scope` runs its body on the calling thread, so a body blocking on its own
+// task does not take the only worker away from it (`Pool::scope` would run the body on that
+// worker, where it would wait for a task queued behind itself, as rayon's does).
 #[test]
-fn a_pool_scope_body_may_block_on_its_task() {
+fn an_in_place_scope_body_may_block_on_its_task() {
     watchdog(LIMIT, "in-place scope", || {
         let pool = one_worker();
         for fifo in [false, true] {
@@ -1091,9 +1092,9 @@ fn a_pool_scope_body_may_block_on_its_task() {
                 rx.recv_timeout(BOUND).expect("the scope's task never ran");
             };
             if fifo {
-                pool.scope_fifo(body)
+                pool.in_place_scope_fifo(body)
             } else {
-                pool.scope(body)
+                pool.in_place_scope(body)
             }
         }
     });

@@ -561,7 +561,10 @@ fn a_retiring_worker_hands_over_the_scope_tasks_it_spawned() {
         };
         let ran = AtomicUsize::new(0);
         let spawner = AtomicUsize::new(usize::MAX);
-        pool.scope(|s| {
+        // In place: the body spawns from here, so worker 1 runs only the task it takes and
+        // then retires (`scope` would run the body on worker 1, which would then run the
+        // hundred tasks itself while it waits for them).
+        pool.in_place_scope(|s| {
             let (pool, ran, spawner) = (&pool, &ran, &spawner);
             s.spawn(move |s| {
                 spawner.store(flock::current_worker_index().unwrap(), SeqCst);

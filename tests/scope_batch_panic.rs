@@ -1,5 +1,9 @@
 //! A panic in the iterator given to `Scope::spawn_batch`: the tasks it yielded before the
 //! panic are spawned (and run), the scope completes, and the panic reaches the caller.
+//!
+//! The scopes here are opened in place (`Pool::in_place_scope`): their bodies spawn from the
+//! calling thread, outside the pool, and are no task of it, so the counts are the spawned
+//! tasks' only.
 
 mod common;
 
@@ -31,7 +35,7 @@ fn from_outside(at: usize) {
     let pool = Pool::builder().workers(2).build().unwrap();
     let ran = AtomicUsize::new(0);
     let result = catch_unwind(AssertUnwindSafe(|| {
-        pool.scope(|s| s.spawn_batch(tasks_panicking_at(&ran, at)))
+        pool.in_place_scope(|s| s.spawn_batch(tasks_panicking_at(&ran, at)))
     }));
     let payload = result.expect_err("the iterator's panic reaches the caller");
     assert_eq!(
@@ -72,7 +76,7 @@ fn iterator_panic_inside_the_pool_completes_the_scope() {
             let pool = Pool::builder().workers(2).build().unwrap();
             let ran = AtomicUsize::new(0);
             let result = catch_unwind(AssertUnwindSafe(|| {
-                pool.scope(|s| {
+                pool.in_place_scope(|s| {
                     s.spawn(|s| s.spawn_batch(tasks_panicking_at(&ran, 5)));
                 })
             }));

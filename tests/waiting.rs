@@ -124,7 +124,9 @@ fn a_waiting_scope_owner_helps_with_tasks_a_thief_spawned() {
         let owner = pool.spawn(move || {
             let me = flock::current_worker_index().unwrap();
             let (stolen_tx, stolen) = mpsc::channel();
-            p.scope(|s| {
+            // In place (on this worker, as `scope` from here would be): the body borrows the
+            // receiver, which is not `Sync`.
+            p.in_place_scope(|s| {
                 s.spawn(|s| {
                     stolen_tx.send(flock::current_worker_index()).unwrap();
                     // Long enough that the owner has finished spinning and parked.

@@ -8,7 +8,7 @@ use super::quiet::Progress;
 use super::shards::Shard;
 use super::{Admission, Registry, Route};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
-use crate::metrics::counters::{LaneStat, Stat};
+use crate::metrics::counters::{LaneStat, Stat, StatCounts};
 use crate::sync::thread;
 use crate::sync::{Arc, Mutex, Ordering};
 use crate::sys::frames;
@@ -257,7 +257,7 @@ impl Registry {
         if let Route::Queue { reserved } = route {
             // Counted `Submitted` where it lands: on the submitter's ring (a plain store) or
             // on `shard`.
-            return this.enqueue(lane, reserved, stamp, Some(shard), make);
+            return this.enqueue(lane, reserved, stamp, Some(&shard.stats), make);
         }
         shard.stats.stat_shared(Stat::Submitted, 1);
         Registry::dispatch_counted(this, shard, route, make().tag(0, stamp), lane);
@@ -272,7 +272,7 @@ impl Registry {
         lane: usize,
         reserved: bool,
         stamp: Option<u64>,
-        count: Option<&Shard>,
+        count: Option<&StatCounts>,
         make: impl FnOnce() -> Job,
     ) {
         let flags = if reserved {
