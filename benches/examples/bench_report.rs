@@ -25,6 +25,11 @@
 //! `idle-burst`, `2-way` and `trickle` (issue 41) measure the first second after a burst and
 //! pools with every CPU a worker but little parallelism (`benches/benches/common/low_par.rs`).
 //!
+//! Every pool has as many workers as this process may use CPUs (it follows `taskset`);
+//! `BENCH_WORKERS=N` gives every pool `N` instead (e.g. a 16-worker pool's idle seconds on a
+//! 2-CPU machine). Wall time × workers (fib-join) and the ideal splits (cpu-1us, qsort's bound)
+//! then count the CPUs the workers can keep busy, the smaller of the two.
+//!
 //! Workloads 11 to 13 (`bulk-1Mt`, `lanes-split`, `lanes-p99`) compare flock with itself in the
 //! same run: `submit_batch` against per-task `submit` on one pool, and the lanes of one pool
 //! against each other or against an idle pool. Their lane rows are not bars in the chart (no
@@ -73,8 +78,33 @@ struct Row {
     note: String,
     verdict: Option<Verdict>,
     /// On flock's row of a workload `scripts/scaling.sh` tabulates: flock ÷ rayon in the
-    /// same run, by wall time (by CPU time for the idle rows), lower is better.
-    scaling: Option<f64>,
+    /// same run, lower is better.
+    scaling: Option<Scaling>,
+}
+
+/// flock ÷ rayon on one workload, in the same run, lower is better: by wall time (the
+/// verdicts' measure; none for the idle rows, which have no wall time to compare) and by
+/// the process's CPU time beside it (none where the row does not measure it).
+#[derive(Clone, Copy)]
+struct Scaling {
+    wall: Option<f64>,
+    cpu: Option<f64>,
+}
+
+impl Scaling {
+    fn both(wall: f64, cpu: f64) -> Option<Scaling> {
+        Some(Scaling {
+            wall: Some(wall),
+            cpu: Some(cpu),
+        })
+    }
+
+    fn cpu_only(cpu: f64) -> Option<Scaling> {
+        Some(Scaling {
+            wall: None,
+            cpu: Some(cpu),
+        })
+    }
 }
 
 impl Row {
@@ -202,10 +232,32 @@ const SUBMIT_POOLS: [Kind; 6] = [
     Kind::Channel,
 ];
 
+/// Runs `run`, returning its result and the process CPU time (every thread) it took, in
+/// seconds.
+fn with_cpu(run: impl FnOnce() -> Duration) -> (Duration, f64) {
+    let before = common::process_cpu_ns();
+    let took = run();
+    (took, (common::process_cpu_ns() - before) as f64 / 1e9)
+}
+
+/// The median of the CPU seconds `cpu` holds for `pool`.
+fn cpu_median(cpu: &[(&str, f64)], pool: &str) -> f64 {
+    median(
+        &cpu.iter()
+            .filter(|(p, _)| *p == pool)
+            .map(|&(_, c)| c)
+            .collect::<Vec<_>>(),
+    )
+}
+
 fn one_submitter_rows() -> Vec<Row> {
     let n = ONE_SUBMITTER_TASKS as f64;
+    // Process CPU seconds a run, by pool, for the scaling line.
+    let mut cpu = Vec::new();
     let mut rows = per_pool("1u-1Mt", &SUBMIT_POOLS, Unit::PerSec, 3, |p| {
-        n / secs(p.one_submitter(ONE_SUBMITTER_TASKS))
+        let (took, spent) = with_cpu(|| p.one_submitter(ONE_SUBMITTER_TASKS));
+        cpu.push((p.name(), spent));
+        n / secs(took)
     });
     let flock = find(&rows, "flock").median();
     let mut needed: f64 = 0.0;
@@ -215,9 +267,10 @@ fn one_submitter_rows() -> Vec<Row> {
         needed = needed.max(want * row.median());
         row.verdict = verdict(got >= want, format!("flock ≥{want}× this: {got:.2}×"));
     }
-    // Time per task flock ÷ rayon's: rayon's rate over flock's.
+    // Time per task flock ÷ rayon's: rayon's rate over flock's; CPU a run beside it.
     let rayon = find(&rows, "rayon").median();
-    find_mut(&mut rows, "flock").scaling = Some(rayon / flock);
+    let cpu_ratio = cpu_median(&cpu, "flock") / cpu_median(&cpu, "rayon");
+    find_mut(&mut rows, "flock").scaling = Scaling::both(rayon / flock, cpu_ratio);
     // A reference for what the body itself costs here: the same body handed over one task at
     // a time to as many plain threads as the pools have workers, with no pool in between
     // (`one_submitter_no_pool`). Not a bound: nothing shows a pool cannot beat it, and in
@@ -280,9 +333,11 @@ fn many_submitters_rows() -> Vec<Row> {
 fn cpu_rows() -> Vec<Row> {
     common::spins_per_us();
     let n = CPU_TASKS as f64;
-    let workers = common::workers() as f64;
+    let workers = common::busy_cpus() as f64;
     let runs = 5;
     let mut seqs = Vec::new();
+    // Process CPU seconds a pool run, by pool, for the scaling line.
+    let mut cpu = Vec::new();
     let mut rows: Vec<Row> = Kind::POOLS
         .iter()
         .map(|&kind| {
@@ -290,7 +345,9 @@ fn cpu_rows() -> Vec<Row> {
             let (mut rates, mut effs) = (Vec::new(), Vec::new());
             for _ in 0..runs {
                 let seq = secs(cpu_tasks_sequential(CPU_TASKS, CPU_TASK_US));
-                let took = secs(pool.cpu_tasks(CPU_TASKS, CPU_TASK_US));
+                let (took, spent) = with_cpu(|| pool.cpu_tasks(CPU_TASKS, CPU_TASK_US));
+                let took = secs(took);
+                cpu.push((pool.name(), spent));
                 seqs.push(seq);
                 rates.push(n / took);
                 effs.push(seq / workers / took);
@@ -319,8 +376,9 @@ fn cpu_rows() -> Vec<Row> {
         })
         .collect();
     let rayon = find(&rows, "rayon").median();
+    let cpu_ratio = cpu_median(&cpu, "flock") / cpu_median(&cpu, "rayon");
     let flock = find_mut(&mut rows, "flock");
-    flock.scaling = Some(rayon / flock.median());
+    flock.scaling = Scaling::both(rayon / flock.median(), cpu_ratio);
     let seq = median(&seqs);
     let mut ideal_row = Row::new("cpu-1us", "ideal", Unit::PerSec, vec![n * workers / seq]);
     ideal_row.note = format!(
@@ -374,7 +432,8 @@ fn fib_rows() -> Vec<Row> {
     // (other tenants, frequency) hits all three alike; each run ~5-20 ms.
     let rounds = 21;
     let joins = fib_joins(FIB_N) as f64;
-    let workers = common::workers() as f64;
+    // The CPUs the pools can keep busy (their workers, unless BENCH_WORKERS exceeds the CPUs).
+    let workers = common::busy_cpus() as f64;
     let f = Flock::new();
     let r = Rayon::new();
     let (mut seq, mut flock, mut rayon) = (Vec::new(), Vec::new(), Vec::new());
@@ -437,7 +496,7 @@ fn fib_rows() -> Vec<Row> {
         got <= 0.9,
         format!("flock's ns/join by wall × workers ≤0.9× this: {got:.2}× (median of {rounds} paired rounds; by process CPU time {cpu_got:.2}×)"),
     );
-    rows[0].scaling = Some(got);
+    rows[0].scaling = Scaling::both(got, cpu_got);
     rows
 }
 
@@ -456,7 +515,7 @@ fn qsort_rows() -> Vec<Row> {
     // with no forks in each round (`time_qsort_sequential`). It holds at the speed the
     // sequential run saw; on this guest that speed moves from run to run, so a pool's median
     // can land below the bound's (rayon's did once, 141.9 against 143.1 ms).
-    let workers = common::workers() as f64;
+    let workers = common::busy_cpus() as f64;
     let (mut first, mut whole, mut bound) = (Vec::new(), Vec::new(), Vec::new());
     // Process CPU time a run, [flock, rayon], beside the wall time the verdict is on.
     let mut cpu = [Vec::new(), Vec::new()];
@@ -515,7 +574,7 @@ fn qsort_rows() -> Vec<Row> {
             cpu_ms(0) / cpu_ms(1)
         ),
     );
-    rows[0].scaling = Some(got);
+    rows[0].scaling = Scaling::both(got, cpu_ms(0) / cpu_ms(1));
     rows
 }
 
@@ -731,7 +790,7 @@ fn idle_rows() -> Vec<Row> {
     let flock = find_mut(&mut rows, "flock");
     let got = flock.median();
     flock.verdict = verdict(got <= 0.05, format!("≤0.05 ms/s: {got:.4}"));
-    flock.scaling = Some(got / rayon);
+    flock.scaling = Scaling::cpu_only(got / rayon);
     rows
 }
 
@@ -863,9 +922,10 @@ fn low_par_rows() -> Vec<Row> {
         f_task <= 30e-6,
         format!("≤30 µs CPU a task: {:.1} µs", f_task * 1e6),
     );
-    let [(r_wall, _), (_, r_task)] = medians[1];
-    rows[0].scaling = Some(f_wall / r_wall);
-    rows[1].scaling = Some(f_task / r_task);
+    let [(r_wall, r_cpu), (_, r_task)] = medians[1];
+    rows[0].scaling = Scaling::both(f_wall / r_wall, f_cpu / r_cpu);
+    // The trickle's wall time is its pacing's: CPU alone.
+    rows[1].scaling = Scaling::cpu_only(f_task / r_task);
     rows
 }
 
@@ -916,7 +976,7 @@ fn idle_burst_rows() -> Vec<Row> {
             got / rayon,
         ),
     );
-    flock.scaling = Some(got / rayon);
+    flock.scaling = Scaling::cpu_only(got / rayon);
     rows
 }
 
@@ -1691,6 +1751,8 @@ fn busy_ticks() -> (u64, u64) {
 /// Where the report was made.
 struct Machine {
     cpus: usize,
+    /// Workers every pool has (`BENCH_WORKERS`, else `cpus`).
+    workers: usize,
     model: String,
     date: String,
     /// CPUs other processes kept busy on average while the report ran.
@@ -1715,7 +1777,8 @@ fn machine() -> Machine {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown date".into());
     Machine {
-        cpus: common::workers(),
+        cpus: common::cpus(),
+        workers: common::workers(),
         model,
         date,
         others_cpus: 0.0,
@@ -1731,7 +1794,7 @@ fn markdown(rows: &[Row], m: &Machine, took: Duration) -> String {
         m.cpus,
         m.model,
         m.date,
-        m.cpus,
+        m.workers,
         took.as_secs_f64(),
         m.others_cpus
     );
@@ -1927,7 +1990,7 @@ fn svg(rows: &[Row], m: &Machine) -> String {
         m.cpus,
         esc(&m.model),
         esc(&m.date),
-        m.cpus
+        m.workers
     );
     // Axis and grid.
     for e in (lo as i32)..=(hi as i32) {
@@ -2107,8 +2170,9 @@ const IN_PROCESS: [(&str, RowsOf); 8] = [
 
 /// `--only W1,W2`: the workloads to run, none of the others: the subprocess ones
 /// (`c-submit`, `metrics-cost`, `cpp-reduce`) and those of [`IN_PROCESS`]; the chart is not
-/// written then, and each flock row with a ratio for `scripts/scaling.sh` prints it on a
-/// line `scaling: WORKLOAD RATIO`. `None`: everything.
+/// written then, and each flock row with ratios for `scripts/scaling.sh` prints them on a
+/// line `scaling: WORKLOAD WALL CPU` (flock ÷ rayon by wall time and by process CPU time,
+/// `-` for one the row does not measure). `None`: everything.
 fn only_arg() -> Option<Vec<String>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
@@ -2244,12 +2308,12 @@ fn report_only(only: &[String], helpers: &Helpers, mut m: Machine) {
     // Ticks are 1/100 s (`getconf CLK_TCK`).
     m.others_cpus = others as f64 / 100.0 / took.as_secs_f64();
     print!("{}", markdown(&rows, &m, took));
-    // For scripts/scaling.sh: one line per workload with a flock ÷ rayon ratio.
-    for row in rows.iter().filter(|r| r.scaling.is_some()) {
-        println!(
-            "scaling: {} {:.3}",
-            row.workload,
-            row.scaling.expect("filtered")
-        );
+    // For scripts/scaling.sh: one line per workload with flock ÷ rayon ratios, by wall
+    // time and by CPU time, `-` for one not measured.
+    let cell = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.3}"));
+    for row in &rows {
+        if let Some(Scaling { wall, cpu }) = row.scaling {
+            println!("scaling: {} {} {}", row.workload, cell(wall), cell(cpu));
+        }
     }
 }

@@ -86,17 +86,33 @@
 //! `FUTEX_WAIT` and `FUTEX_WAKE` calls and membarriers, counted between two markers (a
 //! `getppid` call each side of the runs), so pool start and shutdown are left out. strace
 //! slows every traced call, so its counts come from a perturbed schedule: compare them
-//! between pools and worker counts, not with the in-process ones. Each figure is per
-//! 1,000,000 joins. (Shared cache lines written are not counted: this guest has no hardware
-//! counters for `perf c2c`; the sleep word's writes and the steals, each a write to a line
-//! other workers read, stand in for them.)
+//! between pools and worker counts, not with the in-process ones. The in-process runs (flock's
+//! and then a rayon pool's of as many threads) also count the process's context switches,
+//! voluntary and involuntary (`getrusage`). Each of these figures is per 1,000,000 joins.
+//! Last, instructions and locked instructions a join (every thread's), from callgrind: one
+//! `fib(20)` and one `fib(23)` per pool and worker count, each in a child process under
+//! `valgrind --tool=callgrind --collect-bus=yes --fair-sched=yes`, the difference of the
+//! totals over the difference of the joins (valgrind runs one thread at a time, so an idle
+//! worker's search takes turns with the working threads instead of running beside them).
+//! (Shared cache lines written are not counted: this guest has no hardware counters for
+//! `perf c2c` or `perf stat -e instructions`; the sleep word's writes, the steals and the
+//! locked instructions, each a write to a line other workers may read, stand in for them.)
+//!
+//! `drain_probe idle-events W...`: what a pool of `W` workers (default 2 16) does in a burst
+//! (`bench_report`'s: 100 tasks of about 2 µs from one thread, waited for) and the second
+//! after it, the window of `bench_report`'s `idle-burst` row, in events that do not depend
+//! on how many CPUs there are: from flock's `Stats`, searches, failed steals, park tries
+//! (each a membarrier where the pool uses it, which interrupts every CPU running a thread
+//! of the process), parks, wake-ups and sleep-word writes, the median over 5 bursts, each
+//! after a second asleep; and, in a child process under strace as for `join-events`, flock's
+//! and rayon's `FUTEX_WAIT`, `FUTEX_WAKE` and membarrier calls per burst (mean of 5).
 #[path = "../benches/common/mod.rs"]
 mod common;
 
-use common::workloads::{cpu_tasks_sequential, CPU_TASKS, CPU_TASK_US};
+use common::workloads::{cpu_tasks_sequential, BURST_TASKS, BURST_TASK_US, CPU_TASKS, CPU_TASK_US};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 thread_local!(static HITS: Cell<u64> = const { Cell::new(0) });
 
@@ -856,62 +872,318 @@ fn join_events(runs: usize, workers: &[usize]) {
     for (name, _) in JOIN_EVENTS {
         head += &format!(" {name} |");
     }
-    head += " futex wait | futex wake | membarrier |";
+    head += " ctx switches vol / invol | futex wait | futex wake | membarrier | instructions a join | locked a join |";
     println!("{head}");
-    println!("|{}", "---|".repeat(JOIN_EVENTS.len() + 5));
+    println!("|{}", "---|".repeat(JOIN_EVENTS.len() + 8));
     for &w in workers {
-        let counts = flock_join_counts(runs, w);
+        let (counts, switches) = flock_join_counts(runs, w);
         let mut line = format!("| flock | {w} |");
         for c in counts {
             line += &format!(" {:.1} |", c as f64 * per);
         }
+        line += &switch_cell(switches, per);
         line += &strace_cells("flock", runs, w, per);
+        line += &callgrind_cells("flock", w);
         println!("{line}");
         let mut line = format!("| rayon | {w} |");
         line += &" – |".repeat(JOIN_EVENTS.len());
+        line += &switch_cell(rayon_join_switches(runs, w), per);
         line += &strace_cells("rayon", runs, w, per);
+        line += &callgrind_cells("rayon", w);
         println!("{line}");
     }
 }
 
-/// The `JOIN_EVENTS` counters over `runs` runs of fib on a pool of `w` workers.
-fn flock_join_counts(runs: usize, w: usize) -> Vec<u64> {
+/// The `JOIN_EVENTS` counters over `runs` runs of fib on a pool of `w` workers, and the
+/// process's context switches over them ([`switches`]).
+fn flock_join_counts(runs: usize, w: usize) -> (Vec<u64>, [u64; 2]) {
+    use common::workloads::{time_fib_flock, FIB_N};
     let pool = flock::Pool::builder().workers(w).build().expect("flock");
-    let before = fib_runs_measured(&pool, runs);
-    let after = pool.stats();
-    JOIN_EVENTS
+    time_fib_flock(&pool, FIB_N);
+    let (before, s0) = (pool.stats(), switches());
+    for _ in 0..runs {
+        time_fib_flock(&pool, FIB_N);
+    }
+    let (s1, after) = (switches(), pool.stats());
+    let counts = JOIN_EVENTS
         .iter()
         .map(|(_, f)| f(&after) - f(&before))
-        .collect()
+        .collect();
+    (counts, [s1[0] - s0[0], s1[1] - s0[1]])
 }
 
-/// One warm-up run, then the stats, then `runs` runs: returns the stats taken between.
-fn fib_runs_measured(pool: &flock::Pool, runs: usize) -> flock::Stats {
-    use common::workloads::{time_fib_flock, FIB_N};
-    time_fib_flock(pool, FIB_N);
-    let before = pool.stats();
+/// The process's context switches over `runs` runs of fib on a rayon pool of `w` workers,
+/// after one warm-up run ([`switches`]).
+fn rayon_join_switches(runs: usize, w: usize) -> [u64; 2] {
+    use common::workloads::{time_fib_rayon, FIB_N};
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(w)
+        .build()
+        .expect("rayon");
+    time_fib_rayon(&pool, FIB_N);
+    let s0 = switches();
     for _ in 0..runs {
-        time_fib_flock(pool, FIB_N);
+        time_fib_rayon(&pool, FIB_N);
     }
-    before
+    let s1 = switches();
+    [s1[0] - s0[0], s1[1] - s0[1]]
 }
 
-/// ` wait | wake | membarrier |` cells from a child process running `runs` fib runs on
-/// `kind` with `w` workers under strace; `?` cells where strace is missing or fails.
-fn strace_cells(kind: &str, runs: usize, w: usize, per: f64) -> String {
-    let out = std::env::temp_dir().join(format!("join-events-{}-{kind}-{w}", std::process::id()));
+/// Voluntary and involuntary context switches of every thread of this process so far
+/// (`getrusage(RUSAGE_SELF)`: a thread that blocks, e.g. in a futex wait, switches
+/// voluntarily; one the scheduler takes the CPU from, involuntarily).
+fn switches() -> [u64; 2] {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed struct we own and reads nothing.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    [usage.ru_nvcsw as u64, usage.ru_nivcsw as u64]
+}
+
+/// ` vol / invol |` per 1,000,000 joins.
+fn switch_cell([vol, invol]: [u64; 2], per: f64) -> String {
+    format!(" {:.1} / {:.1} |", vol as f64 * per, invol as f64 * per)
+}
+
+/// fib sizes `callgrind_cells` runs: the difference between them is the joins counted.
+const INSTR_FIB: [u32; 2] = [20, 23];
+
+/// ` instructions | locked |` a join of fib on `kind` with `w` workers under callgrind
+/// (`valgrind --tool=callgrind --collect-bus=yes --fair-sched=yes`, every thread counted):
+/// a child process per size of [`INSTR_FIB`], the difference of their totals over the
+/// difference of their joins, so that start-up and shutdown cancel. valgrind runs one
+/// thread at a time (in turn, with `--fair-sched`), so an idle worker's search runs between
+/// the other threads' slices rather than beside them: these are the instructions of that
+/// schedule, which grow with the workers as their searches and spins do. `?` cells where
+/// valgrind is missing or fails.
+fn callgrind_cells(kind: &str, w: usize) -> String {
+    use common::workloads::fib_joins;
+    let totals = INSTR_FIB.map(|n| callgrind_totals(kind, w, n));
+    match totals {
+        [Some([ir0, ge0]), Some([ir1, ge1])] => {
+            let joins = (fib_joins(INSTR_FIB[1]) - fib_joins(INSTR_FIB[0])) as f64;
+            format!(
+                " {:.1} | {:.2} |",
+                (ir1 as f64 - ir0 as f64) / joins,
+                (ge1 as f64 - ge0 as f64) / joins
+            )
+        }
+        _ => " ? | ? |".into(),
+    }
+}
+
+/// Total instructions (Ir) and locked instructions (Ge) of `join-instr-child KIND W N`
+/// under callgrind.
+fn callgrind_totals(kind: &str, w: usize, n: u32) -> Option<[u64; 2]> {
+    let out = std::env::temp_dir().join(format!(
+        "join-instr-{}-{kind}-{w}-{n}.cg",
+        std::process::id()
+    ));
     let exe = std::env::current_exe().expect("current_exe");
-    let status = std::process::Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=futex,membarrier,getppid", "-o"])
-        .arg(&out)
+    let status = std::process::Command::new("valgrind")
+        .args(["--tool=callgrind", "--collect-bus=yes", "--fair-sched=yes"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(exe)
-        .args(["join-events-child", kind, &runs.to_string(), &w.to_string()])
+        .args(["join-instr-child", kind, &w.to_string(), &n.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status();
     let text = match status {
         Ok(s) if s.success() => std::fs::read_to_string(&out).unwrap_or_default(),
         _ => String::new(),
     };
     let _ = std::fs::remove_file(&out);
+    // `events: Ir Ge ...` names the columns of `summary: N N ...`.
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+    };
+    let (events, summary) = (field("events:")?, field("summary:")?);
+    let of = |name: &str| {
+        let i = events.iter().position(|e| *e == name)?;
+        summary.get(i)?.parse().ok()
+    };
+    Some([of("Ir")?, of("Ge")?])
+}
+
+// ----- idle-events: what the first idle second after a burst costs, in events (issue 41) --
+
+/// The `Stats` counters `idle-events` reads, in its table's order.
+const IDLE_EVENTS: [(&str, StatOf); 6] = [
+    ("searches", |s| s.searches),
+    ("failed steals", |s| s.failed_steals),
+    ("park tries", |s| s.park_attempts),
+    ("parks", |s| s.parks),
+    ("wake-ups", |s| s.wakeups),
+    ("sleep-word RMW", |s| s.sleep_word_writes),
+];
+
+/// Bursts `idle-events` measures a pool size with (each in its own second).
+const IDLE_BURSTS: usize = 5;
+
+/// `drain_probe idle-events W...`: see the module doc.
+fn idle_events(workers: &[usize]) {
+    println!(
+        "a burst of {BURST_TASKS} tasks of ~{BURST_TASK_US} µs and the second after it, per burst (median of {IDLE_BURSTS}); {} CPUs here",
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
+    let mut head = String::from("| pool | W |");
+    for (name, _) in IDLE_EVENTS {
+        head += &format!(" {name} |");
+    }
+    head += " futex wait | futex wake | membarrier |";
+    println!("{head}");
+    println!("|{}", "---|".repeat(IDLE_EVENTS.len() + 5));
+    for &w in workers {
+        let mut line = format!("| flock | {w} |");
+        for c in flock_idle_counts(w) {
+            line += &format!(" {c} |");
+        }
+        line += &idle_strace_cells("flock", w);
+        println!("{line}");
+        let mut line = format!("| rayon | {w} |");
+        line += &" – |".repeat(IDLE_EVENTS.len());
+        line += &idle_strace_cells("rayon", w);
+        println!("{line}");
+    }
+}
+
+/// The pool `idle-events` bursts on: flock's or rayon's.
+enum BurstPool {
+    Flock(flock::Pool),
+    Rayon(rayon::ThreadPool),
+}
+
+impl BurstPool {
+    fn new(kind: &str, w: usize) -> BurstPool {
+        match kind {
+            "flock" => BurstPool::Flock(flock::Pool::builder().workers(w).build().expect("flock")),
+            "rayon" => BurstPool::Rayon(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(w)
+                    .build()
+                    .expect("rayon"),
+            ),
+            other => panic!("idle-events: no pool {other}"),
+        }
+    }
+
+    /// [`BURST_TASKS`] tasks of about [`BURST_TASK_US`] µs from this thread, then a wait
+    /// for them all (the `burst` workload's).
+    fn burst(&self) {
+        match self {
+            BurstPool::Flock(pool) => {
+                for _ in 0..BURST_TASKS {
+                    pool.submit(|| common::cpu_work(BURST_TASK_US))
+                        .expect("accepted");
+                }
+                pool.wait().expect("quiet");
+            }
+            BurstPool::Rayon(pool) => pool.scope(|s| {
+                for _ in 0..BURST_TASKS {
+                    s.spawn(|_| common::cpu_work(BURST_TASK_US));
+                }
+            }),
+        }
+    }
+
+    /// A burst and the second after it; the pool settled first (a second asleep).
+    fn burst_and_second(&self) {
+        std::thread::sleep(Duration::from_millis(1000));
+        self.burst();
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+}
+
+/// The `IDLE_EVENTS` counters over a burst and the second after it, median of
+/// [`IDLE_BURSTS`], on a flock pool of `w` workers.
+fn flock_idle_counts(w: usize) -> Vec<u64> {
+    common::spins_per_us();
+    let pool = BurstPool::new("flock", w);
+    let BurstPool::Flock(flock) = &pool else {
+        unreachable!()
+    };
+    pool.burst(); // warm-up: every worker has run once
+    let mut runs: Vec<Vec<u64>> = vec![Vec::new(); IDLE_EVENTS.len()];
+    for _ in 0..IDLE_BURSTS {
+        std::thread::sleep(Duration::from_millis(1000));
+        let before = flock.stats();
+        pool.burst();
+        std::thread::sleep(Duration::from_millis(1000));
+        let after = flock.stats();
+        for (i, (_, f)) in IDLE_EVENTS.iter().enumerate() {
+            runs[i].push(f(&after) - f(&before));
+        }
+    }
+    runs.into_iter()
+        .map(|mut v| {
+            v.sort_unstable();
+            v[v.len() / 2]
+        })
+        .collect()
+}
+
+/// ` wait | wake | membarrier |` per burst and its second, from a child process under
+/// strace running [`IDLE_BURSTS`] of them between two markers; `?` where strace fails.
+fn idle_strace_cells(kind: &str, w: usize) -> String {
+    let text = strace_child(
+        &format!("idle-{kind}-{w}"),
+        &["idle-events-child", kind, &w.to_string()],
+    );
+    match count_between_markers(&text) {
+        Some(c) => {
+            let [wait, wake, mb] = c.map(|x| x as f64 / IDLE_BURSTS as f64);
+            format!(" {wait:.1} | {wake:.1} | {mb:.1} |")
+        }
+        None => " ? | ? | ? |".into(),
+    }
+}
+
+/// The child of `idle_strace_cells`: a warm-up burst, a marker, [`IDLE_BURSTS`] settled
+/// bursts each with the second after it, a marker.
+fn idle_events_child(kind: &str, w: usize) {
+    common::spins_per_us();
+    // SAFETY: getppid has no preconditions and touches no memory of ours.
+    let marker = || unsafe { libc::getppid() };
+    let pool = BurstPool::new(kind, w);
+    pool.burst();
+    marker();
+    for _ in 0..IDLE_BURSTS {
+        pool.burst_and_second();
+    }
+    marker();
+}
+
+/// The child of `callgrind_totals`: one `fib(n)` through join on a pool of `w` workers.
+fn join_instr_child(kind: &str, w: usize, n: u32) {
+    use common::workloads::{time_fib_flock, time_fib_rayon};
+    match kind {
+        "flock" => {
+            let pool = flock::Pool::builder().workers(w).build().expect("flock");
+            time_fib_flock(&pool, n);
+        }
+        "rayon" => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(w)
+                .build()
+                .expect("rayon");
+            time_fib_rayon(&pool, n);
+        }
+        other => panic!("join-instr-child: no pool {other}"),
+    }
+}
+
+/// ` wait | wake | membarrier |` cells from a child process running `runs` fib runs on
+/// `kind` with `w` workers under strace; `?` cells where strace is missing or fails.
+fn strace_cells(kind: &str, runs: usize, w: usize, per: f64) -> String {
+    let (runs, w) = (runs.to_string(), w.to_string());
+    let text = strace_child(
+        &format!("join-events-{kind}-{w}"),
+        &["join-events-child", kind, &runs, &w],
+    );
     match count_between_markers(&text) {
         Some([wait, wake, mb]) => format!(
             " {:.1} | {:.1} | {:.1} |",
@@ -921,6 +1193,25 @@ fn strace_cells(kind: &str, runs: usize, w: usize, per: f64) -> String {
         ),
         None => " ? | ? | ? |".into(),
     }
+}
+
+/// This program run with `args` under `strace -f -e trace=futex,membarrier,getppid`: the
+/// log, empty where strace is missing or fails. `name` names the temporary log file.
+fn strace_child(name: &str, args: &[&str]) -> String {
+    let out = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let exe = std::env::current_exe().expect("current_exe");
+    let status = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=futex,membarrier,getppid", "-o"])
+        .arg(&out)
+        .arg(exe)
+        .args(args)
+        .status();
+    let text = match status {
+        Ok(s) if s.success() => std::fs::read_to_string(&out).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let _ = std::fs::remove_file(&out);
+    text
 }
 
 /// FUTEX_WAIT*, FUTEX_WAKE* and membarrier(PRIVATE_EXPEDITED) calls in an strace log,
@@ -1056,11 +1347,24 @@ fn main() {
             let w: Vec<usize> = rest.iter().map(|w| w.parse().expect("workers")).collect();
             join_events(runs, if w.is_empty() { &[2, 4, 8, 16] } else { &w })
         }
+        Some("idle-events") => {
+            let w: Vec<usize> = args.map(|w| w.parse().expect("workers")).collect();
+            idle_events(if w.is_empty() { &[2, 16] } else { &w })
+        }
+        Some("idle-events-child") => {
+            let kind = args.next().expect("flock|rayon");
+            idle_events_child(&kind, args.next().expect("w").parse().expect("workers"))
+        }
+        Some("join-instr-child") => {
+            let kind = args.next().expect("flock|rayon");
+            let w = args.next().expect("w").parse().expect("workers");
+            join_instr_child(&kind, w, args.next().expect("n").parse().expect("fib n"))
+        }
         Some("join-events-child") => {
             let kind = args.next().expect("flock|rayon");
             let runs = args.next().expect("runs").parse().expect("runs");
             join_events_child(&kind, runs, args.next().expect("w").parse().expect("workers"))
         }
-        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W..."),
+        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W... | idle-events W..."),
     }
 }

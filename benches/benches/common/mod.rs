@@ -20,9 +20,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Worker threads every pool gets: `std::thread::available_parallelism()`.
+/// Worker threads every pool gets: `BENCH_WORKERS` where it is set to a positive number
+/// (a pool larger or smaller than the machine, e.g. 16 workers on 2 CPUs to count what a
+/// large pool does when idle), else [`cpus`].
 pub fn workers() -> usize {
+    static WORKERS: OnceLock<usize> = OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::env::var("BENCH_WORKERS")
+            .ok()
+            .and_then(|w| w.trim().parse().ok())
+            .filter(|&w: &usize| w > 0)
+            .unwrap_or_else(cpus)
+    })
+}
+
+/// CPUs this process may run on: `std::thread::available_parallelism()` (it follows
+/// `taskset`).
+pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// CPUs a pool of [`workers`] can keep busy at once: the smaller of the two. What "wall
+/// time × workers" and the ideal splits multiply by.
+pub fn busy_cpus() -> usize {
+    workers().min(cpus())
 }
 
 /// The shared "wait for all" of pools that have none: `count_down` once per task, `wait` once.
