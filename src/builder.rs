@@ -84,11 +84,11 @@ pub struct PoolBuilder {
 
 impl Pool {
     /// A pool with every default: one worker per CPU this process may use, capacity
-    /// [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY), [`Backpressure::Block`](crate::Backpressure::Block).
+    /// [`DEFAULT_CAPACITY`], [`Backpressure::Block`].
     ///
     /// # Panics
     /// If the OS refuses to start the worker threads; use [`Pool::builder`] to get that as a
-    /// [`BuildError`](crate::BuildError) instead.
+    /// [`BuildError`] instead.
     ///
     /// ```
     /// let pool = flock::Pool::new();
