@@ -814,6 +814,10 @@ impl Pool {
     /// those go back to their lane's shared queue, where a `join` or `scope` waiting for them
     /// in a paused pool still runs them (the tasks of a scope opened outside the pool wait
     /// for `resume` there, as any queued work from outside). Tasks submitted concurrently may or may not be dropped. A
+    /// task from outside that a worker had already taken as the pool got
+    /// [`pause`](Pool::pause)d is kept by that worker, to start first after
+    /// [`resume`](Pool::resume) (its lane's order): it still counts as queued in `Stats`, but
+    /// `purge` does not reach it. A
     /// destructor that panics is caught and its payload dropped. A dropped task stays
     /// outstanding until its destructor has returned, so from a destructor run here
     /// [`wait`](Pool::wait), [`wait_for`](Pool::wait_for) and the shutdowns of this pool

@@ -381,8 +381,10 @@ pub unsafe extern "C" fn flock_group_free(group: *mut flock_group_t) {
 /// Drops every task queued on the pool and not yet started, and keeps the pool open: each
 /// one's drop callback (when not NULL) is called once, on this thread, before this returns;
 /// each counts in flock_stats_t.dropped (not in flock_shutdown's dropped_out); flock_wait and
-/// the groups' waits no longer wait for them. Tasks already running go on. Stores how many
-/// were dropped in *purged when purged is not NULL.
+/// the groups' waits no longer wait for them. Tasks already running go on. A task that a
+/// worker had already taken as the pool got paused (flock_pause) is kept by that worker, to
+/// start first after flock_resume, and is not dropped here (it still counts as queued). Stores
+/// how many were dropped in *purged when purged is not NULL.
 ///
 /// A task counts as finished only once its drop callback has returned: from the callback,
 /// flock_wait, flock_wait_timeout and flock_shutdown of this pool return
