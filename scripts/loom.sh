@@ -6,8 +6,9 @@
 # the models of a task that blocks after pushing onto its task deque and onto its join deque),
 # the re-check's walk to a submitter ring's successor (ring), a worker giving back the units
 # of a scope's count it keeps (credit), releases waking blocked submitters at the low-water
-# mark rather than one below it (room), and the wake of a failed reservation's undo that
-# crosses the mark (undo).
+# mark rather than one below it (room), the wake of a failed reservation's undo that
+# crosses the mark (undo), a broadcast calling only running slots (retiring), and a parking
+# worker skipping the membarrier only where one covers its own era (era).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -78,6 +79,8 @@ queue_models "${longest[@]}"
 # Without the local push's fence, a task blocking on what it pushed hangs.
 canary push loom_join_half_stolen_while_the_first_blocks
 canary push loom_push_locally_then_block
+# A membarrier from an era that ended does not order a push made while nobody slept.
+canary era loom_a_membarrier_covers_only_its_era
 # An undo that crosses the low-water mark without waking hangs the blocked submitter.
 canary undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
 # Without the re-check before parking, a worker sleeps through a submit.

@@ -595,9 +595,11 @@ impl PoolBuilder {
     /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` makes every other *running* thread of the process
     /// execute a memory barrier, so a `join`, a local spawn or an outside submit needs only
     /// a compiler fence. Its price is an interrupt of each CPU that runs a thread of this
-    /// process at the moment a worker parks, the application's own threads included: a few
-    /// microseconds of a busy thread's time per park, which adds up in a pool that parks
-    /// thousands of times a second.
+    /// process, the application's own threads included, at the moment a worker parks while no
+    /// other worker sleeps (a worker that parks while another stays asleep needs none): a few
+    /// microseconds of a busy thread's time each, which adds up in a pool that goes from
+    /// every worker busy to one asleep thousands of times a second (a one-worker pool does at
+    /// every park).
     ///
     /// `false` keeps every CPU uninterrupted: each local push and each outside submit then
     /// pays a SeqCst fence instead (a locked instruction on fork-join's hottest path), and

@@ -479,6 +479,110 @@ fn loom_push_locally_then_block() {
     });
 }
 
+/// One membarrier per era (docs/protocol.md): the sleep protocol alone, with the membarrier
+/// pairing that loom cannot run in a pool (`Barrier::modeled`). A thread pushes one job with
+/// the light side (no fence). Meanwhile worker 0 parks (on the main thread, before the
+/// workers' threads start), issuing the era's membarrier, and is woken, which ends the era;
+/// then both workers search and park. A worker that announces itself in the new era must
+/// issue a membarrier of its own: the push may have loaded `sleeping == 0` after that wake
+/// and skipped its fence. With the `era` canary any earlier membarrier counts as cover, and
+/// the push is lost (both workers asleep, the job queued).
+#[test]
+fn loom_a_membarrier_covers_only_its_era() {
+    use crate::sleep::barrier::{model::Membarrier, Barrier};
+    use crate::sleep::Sleep;
+    use loom::sync::atomic::AtomicBool;
+
+    struct Shared {
+        sleep: Sleep,
+        /// 0: nothing queued, 1: the job is queued, 2: a worker took it.
+        job: AtomicUsize,
+        exit: AtomicBool,
+        ran: Signal,
+    }
+
+    impl Shared {
+        /// A searcher's look for work: whether it took the job.
+        fn take(&self) -> bool {
+            let took = (self.job)
+                .compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            if took {
+                self.sleep.transition_from_searching();
+                self.ran.signal();
+            }
+            took
+        }
+
+        /// A worker (`Worker::park`'s steps, then a search), until it took the job or the
+        /// model ends. `woken`: a waker already chose it, so it consumes the token first.
+        fn work(&self, index: usize, woken: bool) {
+            if woken {
+                self.sleep.park(index);
+                if self.take() {
+                    return;
+                }
+            }
+            let mut searching = woken;
+            loop {
+                self.sleep.announce_parked(index, searching);
+                // The re-check: the queue and the exit.
+                let exit = self.exit.load(Ordering::SeqCst);
+                if exit || self.job.load(Ordering::Acquire) == 1 {
+                    if !self.sleep.cancel_park(index) {
+                        self.sleep.park(index);
+                    }
+                } else {
+                    self.sleep.park(index);
+                }
+                searching = true;
+                if self.take() || self.exit.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
+    }
+
+    model("loom_a_membarrier_covers_only_its_era", || {
+        let membarrier = Arc::new(Membarrier::new());
+        let shared = Arc::new(Shared {
+            sleep: Sleep::with_barrier(2, Barrier::modeled(membarrier.clone())),
+            job: AtomicUsize::new(0),
+            exit: AtomicBool::new(false),
+            ran: Signal::new(),
+        });
+        let pusher = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                membarrier.point();
+                shared.job.store(1, Ordering::Release);
+                membarrier.point();
+                shared.sleep.notify_local_work();
+                membarrier.point();
+                membarrier.leave();
+            })
+        };
+        // Worker 0's first park: the era's membarrier (the pusher passes it at one of its
+        // points), a re-check whose result does not matter, then a wake that ends the era
+        // (ours, or the pusher's if its fenced path saw worker 0 asleep).
+        shared.sleep.announce_parked(0, false);
+        shared.sleep.wake_one();
+        let workers: Vec<_> = (0..2)
+            .map(|index| {
+                let shared = shared.clone();
+                loom::thread::spawn(move || shared.work(index, index == 0))
+            })
+            .collect();
+        shared.ran.wait();
+        shared.exit.store(true, Ordering::SeqCst);
+        shared.sleep.wake_all();
+        pusher.join().unwrap();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
+}
+
 /// `loom_push_locally_then_block` through a batch: the batch's iterator, the task's own
 /// code, blocks after yielding B until B has run (before it ends, so a batch of one: the
 /// smallest model of the bug; more jobs multiply the executions, 1.4 M for two). The push must be announced before the

@@ -275,6 +275,8 @@ pub(crate) enum Canary {
     Undo,
     /// `retiring`: a broadcast calls only slots whose thread runs, not one retiring.
     Retiring,
+    /// `era`: a parking worker skips the membarrier only where one covers its own era.
+    Era,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -294,9 +296,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "room" => Canary::Room,
             "undo" => Canary::Undo,
             "retiring" => Canary::Retiring,
+            "era" => Canary::Era,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring)"
+                 (recheck, push, ring, credit, room, undo, retiring, era)"
             ),
         })
     });

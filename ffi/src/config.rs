@@ -122,9 +122,11 @@ pub struct flock_config {
     /// flock_pool_free, called from outside the pool, has returned). Default: NULL.
     pub worker_hook_arg: *mut c_void,
     /// Let idle workers use membarrier(2) when they park (default: true), so that the pool's
-    /// pushes (a task's own submits, outside submits) need no memory fence. Each park then
-    /// interrupts every CPU running a thread of this process, the application's own threads
-    /// included (7-9 us of a busy thread's time per park on a 2-vCPU KVM guest). false: every
+    /// pushes (a task's own submits, outside submits) need no memory fence. A park that
+    /// starts an era (the first after every worker was awake; with one worker, every park)
+    /// then interrupts every CPU running a thread of this process, the application's own
+    /// threads included (7-9 us of a busy thread's time each on a 2-vCPU KVM guest); parks
+    /// while another worker stays asleep issue none. false: every
     /// push pays a fence instead (fork-join spent about half as much CPU again per join) and
     /// parks interrupt no one; suits a pool that goes idle thousands of times a second beside
     /// latency-sensitive threads. Either way no wake-up is lost. Where the kernel refuses the

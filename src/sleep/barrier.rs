@@ -1,7 +1,7 @@
 //! The asymmetric barrier between a worker's unfenced local push and a parking worker's
 //! re-check (`docs/protocol.md`, "Local pushes and the asymmetric barrier").
 //!
-//! The heavy side, `before_recheck`, runs on the rare path (a worker about to park): on
+//! The heavy side, `issue`, runs on the rare path (a worker about to park): on
 //! Linux it is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which returns only after
 //! every other running thread of the process has executed a full memory barrier. The light
 //! side, `after_local_push`, runs on every local push (and every single push of a
@@ -36,6 +36,9 @@ pub(crate) struct Barrier {
     /// issues none.
     #[cfg(all(test, not(flock_loom)))]
     issued: AtomicUsize,
+    /// Under loom, the model of the membarrier that parks issue (`model::Membarrier`).
+    #[cfg(flock_loom)]
+    model: Option<crate::sync::Arc<model::Membarrier>>,
 }
 
 impl Barrier {
@@ -50,6 +53,18 @@ impl Barrier {
             registered: heavy,
             #[cfg(all(test, not(flock_loom)))]
             issued: AtomicUsize::new(0),
+            #[cfg(flock_loom)]
+            model: None,
+        }
+    }
+
+    /// Under loom: the membarrier pairing, with `model` standing in for the system call.
+    #[cfg(flock_loom)]
+    pub(crate) fn modeled(model: crate::sync::Arc<model::Membarrier>) -> Barrier {
+        Barrier {
+            mode: AtomicU8::new(HEAVY),
+            registered: true,
+            model: Some(model),
         }
     }
 
@@ -74,27 +89,91 @@ impl Barrier {
         }
     }
 
-    /// After a parking worker's F2, before its re-check of the queues.
-    pub(crate) fn before_recheck(&self) {
+    /// Whether this pool's parks issue the membarrier (it registered for it).
+    pub(crate) fn registered(&self) -> bool {
+        self.registered
+    }
+
+    /// The heavy side: one membarrier, after a parking worker's F2 and before its re-check of
+    /// the queues (`Sleep::barrier_before_recheck`, which skips it where an earlier one of
+    /// the same era covers the worker). Returns whether one was issued: then every thread of
+    /// the process passed a full barrier during the call.
+    pub(crate) fn issue(&self) -> bool {
         if !self.registered {
-            return;
+            return false;
         }
         #[cfg(all(test, not(flock_loom)))]
         self.issued.fetch_add(1, Ordering::Relaxed);
-        if !sys::barrier() {
-            // Refused after a successful registration (should not happen): from now on
-            // every push fences. Pushes that skipped their fence before this are not
-            // ordered with our re-check, so re-register and try once more.
-            self.mode.store(FENCED, Ordering::Relaxed);
-            if sys::register() {
-                sys::barrier();
-            }
+        #[cfg(flock_loom)]
+        if let Some(model) = &self.model {
+            model.issue();
+            return true;
         }
+        if sys::barrier() {
+            return true;
+        }
+        // Refused after a successful registration (should not happen): from now on every
+        // push fences. Pushes that skipped their fence before this are not ordered with our
+        // re-check, so re-register and try once more.
+        self.mode.store(FENCED, Ordering::Relaxed);
+        sys::register() && sys::barrier()
     }
 
     /// Membarriers this pool's parks issued.
     #[cfg(all(test, not(flock_loom)))]
     pub(crate) fn issued(&self) -> usize {
         self.issued.load(Ordering::Relaxed)
+    }
+}
+
+/// Under loom, a model of `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` as seen by one
+/// thread that pushes with the light side: the kernel makes that thread execute a full
+/// barrier at some point while the call runs (an IPI if it runs, its context switch if not).
+/// The pushing thread calls [`point`](Membarrier::point) wherever that barrier may land
+/// (before its push, between the push and its load of the sleep state, after the load), and
+/// [`leave`](Membarrier::leave) when it is done; `issue` returns once the thread passed one.
+/// That covers every place the real barrier can fall relative to the push and the load, the
+/// only memory operations of the light side.
+#[cfg(flock_loom)]
+pub(crate) mod model {
+    use crate::sync::{fence, AtomicUsize, Ordering};
+
+    pub(crate) struct Membarrier {
+        /// Membarriers issued so far.
+        requested: AtomicUsize,
+        /// The last one the pushing thread passed a barrier for (`usize::MAX` once it left).
+        passed: AtomicUsize,
+    }
+
+    impl Membarrier {
+        pub(crate) fn new() -> Membarrier {
+            Membarrier {
+                requested: AtomicUsize::new(0),
+                passed: AtomicUsize::new(0),
+            }
+        }
+
+        /// The issuing thread: asks, then waits until the pushing thread passed a barrier.
+        pub(crate) fn issue(&self) {
+            let mine = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+            while self.passed.load(Ordering::SeqCst) < mine {
+                loom::thread::yield_now();
+            }
+        }
+
+        /// The pushing thread, at a point where the barrier may land.
+        pub(crate) fn point(&self) {
+            let asked = self.requested.load(Ordering::SeqCst);
+            if self.passed.load(Ordering::Relaxed) < asked {
+                fence(Ordering::SeqCst);
+                self.passed.store(asked, Ordering::SeqCst);
+            }
+        }
+
+        /// The pushing thread is done: it passes every later barrier at once.
+        pub(crate) fn leave(&self) {
+            fence(Ordering::SeqCst);
+            self.passed.store(usize::MAX, Ordering::SeqCst);
+        }
     }
 }

@@ -6,6 +6,9 @@ use crossbeam_utils::CachePadded;
 use std::sync::PoisonError;
 
 pub(crate) mod barrier;
+mod sleepers;
+
+use sleepers::Sleepers;
 
 const SEARCHING_ONE: u64 = 1;
 const SLEEPING_ONE: u64 = 1 << 32;
@@ -24,7 +27,10 @@ pub(crate) const MAX_WORKERS: usize = 1 << 16;
 pub(crate) struct Sleep {
     /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see docs/protocol.md).
     state: CachePadded<AtomicU64>,
-    sleepers: Mutex<Vec<usize>>,
+    sleepers: Mutex<Sleepers>,
+    /// Held while a parking worker issues the membarrier, so that workers parking meanwhile
+    /// wait for it and find themselves covered (`barrier_before_recheck`).
+    barrier_turn: Mutex<()>,
     parkers: Box<[CachePadded<Parker>]>,
     /// The asymmetric barrier's pairing for this pool (`barrier.rs`).
     pub(crate) barrier: barrier::Barrier,
@@ -47,13 +53,22 @@ impl Sleep {
     pub(crate) fn new(workers: usize, membarrier: bool) -> Sleep {
         Sleep {
             state: CachePadded::new(AtomicU64::new(0)),
-            sleepers: Mutex::new(Vec::with_capacity(workers)),
+            sleepers: Mutex::new(Sleepers::with_capacity(workers)),
+            barrier_turn: Mutex::new(()),
             parkers: (0..workers)
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
             barrier: barrier::Barrier::new(membarrier),
             counts: CachePadded::new(SleepCounts::default()),
         }
+    }
+
+    /// Under loom: a pool's sleep state with the given pairing (`Barrier::modeled`).
+    #[cfg(flock_loom)]
+    pub(crate) fn with_barrier(workers: usize, barrier: barrier::Barrier) -> Sleep {
+        let mut sleep = Sleep::new(workers, false);
+        sleep.barrier = barrier;
+        sleep
     }
 
     /// Read-modify-writes of the state word so far (0 without the `stats` feature).
@@ -100,10 +115,11 @@ impl Sleep {
         last
     }
 
-    /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2).
+    /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2), then the heavy
+    /// side of the asymmetric barrier unless a membarrier already covers our era.
     pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) {
         let mut sleepers = self.sleepers.lock();
-        sleepers.push(index);
+        let era = sleepers.push(index);
         let delta = if was_searching {
             SLEEPING_ONE - SEARCHING_ONE
         } else {
@@ -111,14 +127,33 @@ impl Sleep {
         };
         self.state.fetch_add(delta, Ordering::SeqCst);
         self.count_write();
+        let covered = sleepers.barrier_covers(era);
         drop(sleepers);
         // F2: pairs with F1 in `notify_new_work` and with the fence in
         // `transition_from_searching`; after it, either a submitter sees us sleeping or our
         // re-check sees its job.
         fence(Ordering::SeqCst);
-        // The heavy side of the asymmetric barrier: pairs with the light side of every
-        // local push (`notify_local_work`), docs/protocol.md "Local pushes".
-        self.barrier.before_recheck();
+        if !covered {
+            self.barrier_before_recheck(era);
+        }
+    }
+
+    /// The heavy side of the asymmetric barrier, which pairs with the light side of every
+    /// unfenced push (`notify_local_work`, `notify_injected`): one membarrier per era at most
+    /// (docs/protocol.md, "One membarrier per era"). A worker that finds one in flight waits
+    /// for it, and then needs none of its own if it covers our era.
+    #[cold]
+    fn barrier_before_recheck(&self, era: u64) {
+        if !self.barrier.registered() {
+            return;
+        }
+        let _turn = self.barrier_turn.lock();
+        if self.sleepers.lock().barrier_covers(era) {
+            return;
+        }
+        if self.barrier.issue() {
+            self.sleepers.lock().cover(era);
+        }
     }
 
     /// Takes back an announcement: we are a searcher again either way. Returns true if we
@@ -133,16 +168,13 @@ impl Sleep {
     /// lost wake-up when this returned us as a non-searcher.)
     pub(crate) fn cancel_park(&self, index: usize) -> bool {
         let mut sleepers = self.sleepers.lock();
-        match sleepers.iter().position(|&i| i == index) {
-            Some(pos) => {
-                sleepers.swap_remove(pos);
-                self.state
-                    .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
-                self.count_write();
-                true
-            }
-            None => false,
+        if !sleepers.remove(index) {
+            return false;
         }
+        self.state
+            .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
+        self.count_write();
+        true
     }
 
     /// Blocks the calling worker until its token is set.
@@ -190,12 +222,11 @@ impl Sleep {
 
     /// Wakes the last `take` listed sleepers: one RMW counts them all as searchers (so
     /// concurrent submitters skip waking), then, the lock released, each is unparked.
-    fn wake_listed(&self, mut sleepers: MutexGuard<'_, Vec<usize>>, take: usize) {
+    fn wake_listed(&self, mut sleepers: MutexGuard<'_, Sleepers>, take: usize) {
         if take == 0 {
             return;
         }
-        let at = sleepers.len() - take;
-        let woken: Vec<usize> = sleepers.drain(at..).collect();
+        let woken = sleepers.take_last(take);
         let k = take as u64;
         self.state.fetch_add(
             (SEARCHING_ONE * k).wrapping_sub(SLEEPING_ONE * k),
@@ -283,10 +314,9 @@ impl Sleep {
     #[cold]
     pub(crate) fn wake_specific(&self, index: usize) {
         let mut sleepers = self.sleepers.lock();
-        let Some(pos) = sleepers.iter().position(|&i| i == index) else {
+        if !sleepers.remove(index) {
             return;
-        };
-        sleepers.swap_remove(pos);
+        }
         // As in `wake_one`: counted as a searcher from now on.
         self.state
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
@@ -322,6 +352,12 @@ impl Sleep {
         let sleepers = self.sleepers.lock();
         let all = sleepers.len();
         self.wake_listed(sleepers, all);
+    }
+
+    /// Whether a completed membarrier covers the current era.
+    #[cfg(all(test, not(flock_loom)))]
+    pub(crate) fn era_covered(&self) -> bool {
+        self.sleepers.lock().era_covered()
     }
 
     #[cfg(all(test, not(flock_loom)))]
@@ -508,5 +544,44 @@ mod tests {
             // Not Linux, an old kernel, a seccomp filter, Miri: only the fenced half ran.
             eprintln!("no expedited membarrier here: the heavy half was not checked");
         }
+    }
+
+    /// One membarrier per era: while some worker stays asleep, a worker that wakes for a task
+    /// and parks again issues none (docs/protocol.md, "One membarrier per era"). Four
+    /// workers and one task at a time: each task wakes one worker, so three stay listed and
+    /// the era the first parks' membarrier covered never ends.
+    #[test]
+    fn parks_within_a_covered_era_issue_no_membarrier() {
+        use std::time::{Duration, Instant};
+        const TASKS: usize = if cfg!(miri) { 3 } else { 20 };
+        let pool = crate::Pool::builder()
+            .workers(4)
+            .spin_limit(0)
+            .build()
+            .unwrap();
+        if !pool.uses_membarrier() {
+            eprintln!("no expedited membarrier here: nothing to check");
+            return;
+        }
+        let sleep = &pool.registry().sleep;
+        let all_parked_and_covered = || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while sleep.counts().1 != 4 || !sleep.era_covered() {
+                assert!(Instant::now() < deadline, "the workers never all parked");
+                std::thread::yield_now();
+            }
+        };
+        all_parked_and_covered();
+        let first = sleep.barrier.issued();
+        assert!(first >= 1, "the first park of the pool issues one");
+        for _ in 0..TASKS {
+            pool.spawn(|| ()).join().unwrap();
+            all_parked_and_covered();
+        }
+        assert_eq!(
+            sleep.barrier.issued(),
+            first,
+            "a worker parking again while three others sleep issued a membarrier"
+        );
     }
 }
