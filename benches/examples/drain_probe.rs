@@ -98,6 +98,13 @@
 //! `perf c2c` or `perf stat -e instructions`; the sleep word's writes, the steals and the
 //! locked instructions, each a write to a line other workers may read, stand in for them.)
 //!
+//! `drain_probe trickle-events W...`: `bench_report`'s `trickle` row (one 20 µs task every
+//! 200 µs, 2,000 a run) on flock pools of `W` workers (default 2 16): the default pool, one
+//! with `spin_limit(0)` and one with `membarrier(false)`, 3 runs each; per task, the process
+//! CPU time (median) and the `Stats` counts of the median run: searches, failed steals, park
+//! tries, parks and wake-ups; and the floor, with each task run by the submitting thread
+//! between its sleeps. What the CPU beyond the task's 20 µs goes to.
+//!
 //! `drain_probe idle-events W...`: what a pool of `W` workers (default 2 16) does in a burst
 //! (`bench_report`'s: 100 tasks of about 2 µs from one thread, waited for) and the second
 //! after it, the window of `bench_report`'s `idle-burst` row, in events that do not depend
@@ -1009,6 +1016,88 @@ fn callgrind_totals(kind: &str, w: usize, n: u32) -> Option<[u64; 2]> {
     Some([of("Ir")?, of("Ge")?])
 }
 
+// ----- trickle-events: where a trickle task's CPU goes (issue 41) ---------------------------
+
+/// The `Stats` counters `trickle-events` reads, per task.
+const TRICKLE_EVENTS: [(&str, StatOf); 5] = [
+    ("searches", |s| s.searches),
+    ("failed steals", |s| s.failed_steals),
+    ("park tries", |s| s.park_attempts),
+    ("parks", |s| s.parks),
+    ("wake-ups", |s| s.wakeups),
+];
+
+/// The trickle's floor: each task run by the submitting thread itself, between its sleeps.
+struct Inline;
+
+impl common::peers::Runner for Inline {
+    const WAITS: bool = false;
+
+    fn name(&self) -> &'static str {
+        "inline"
+    }
+
+    fn execute<F: FnOnce() + Send + 'static>(&self, f: F) {
+        f()
+    }
+}
+
+/// `drain_probe trickle-events W...`: see the module doc.
+fn trickle_events(workers: &[usize]) {
+    use common::low_par::trickle;
+    const TASKS: usize = 2000;
+    const RUNS: usize = 3;
+    println!(
+        "trickle: one 20 µs task every 200 µs, {TASKS} a run, median of {RUNS} runs; {} CPUs here",
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
+    let mut floor: Vec<Duration> = (0..RUNS)
+        .map(|_| trickle(&Inline, TASKS, 20, Duration::from_micros(200)).cpu)
+        .collect();
+    floor.sort();
+    println!(
+        "no pool (each task run by the submitting thread between its sleeps): {:.1} µs of CPU a task",
+        floor[RUNS / 2].as_secs_f64() * 1e6 / TASKS as f64
+    );
+    let mut head = String::from("| pool | W | CPU a task |");
+    for (name, _) in TRICKLE_EVENTS {
+        head += &format!(" {name} |");
+    }
+    println!("{head}");
+    println!("|{}", "---|".repeat(TRICKLE_EVENTS.len() + 3));
+    for &w in workers {
+        for variant in ["flock", "spin_limit(0)", "membarrier(false)"] {
+            let builder = flock::Pool::builder().workers(w);
+            let builder = match variant {
+                "spin_limit(0)" => builder.spin_limit(0),
+                "membarrier(false)" => builder.membarrier(false),
+                _ => builder,
+            };
+            let pool = common::peers::Flock::from_pool(builder.build().expect("pool"), "flock");
+            trickle(&pool, 100, 20, Duration::from_micros(200)); // warm-up
+            let mut runs: Vec<(Duration, Vec<u64>)> = (0..RUNS)
+                .map(|_| {
+                    let before = pool.pool.stats();
+                    let spent = trickle(&pool, TASKS, 20, Duration::from_micros(200));
+                    let after = pool.pool.stats();
+                    let counts = TRICKLE_EVENTS.iter().map(|(_, f)| f(&after) - f(&before));
+                    (spent.cpu, counts.collect())
+                })
+                .collect();
+            runs.sort_by_key(|(cpu, _)| *cpu);
+            let (cpu, counts) = &runs[RUNS / 2];
+            let mut line = format!(
+                "| {variant} | {w} | {:.1} µs |",
+                cpu.as_secs_f64() * 1e6 / TASKS as f64
+            );
+            for c in counts {
+                line += &format!(" {:.2} |", *c as f64 / TASKS as f64);
+            }
+            println!("{line}");
+        }
+    }
+}
+
 // ----- idle-events: what the first idle second after a burst costs, in events (issue 41) --
 
 /// The `Stats` counters `idle-events` reads, in its table's order.
@@ -1346,6 +1435,10 @@ fn main() {
             };
             let w: Vec<usize> = rest.iter().map(|w| w.parse().expect("workers")).collect();
             join_events(runs, if w.is_empty() { &[2, 4, 8, 16] } else { &w })
+        }
+        Some("trickle-events") => {
+            let w: Vec<usize> = args.map(|w| w.parse().expect("workers")).collect();
+            trickle_events(if w.is_empty() { &[2, 16] } else { &w })
         }
         Some("idle-events") => {
             let w: Vec<usize> = args.map(|w| w.parse().expect("workers")).collect();

@@ -49,6 +49,11 @@ impl Flock {
         Flock::with(flock::Pool::builder().track_latency(true), "flock-latency")
     }
 
+    /// A pool built elsewhere, under `name` (probes that vary the configuration).
+    pub fn from_pool(pool: flock::Pool, name: &'static str) -> Self {
+        Flock { pool, name }
+    }
+
     /// The default configuration with `workers` workers (probes of the scaling runs).
     pub fn with_workers(workers: usize) -> Self {
         let pool = flock::Pool::builder()
