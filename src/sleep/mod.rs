@@ -1,7 +1,7 @@
 //! Idle workers: searching, parking and waking. The protocol, with the argument for why no
 //! wake-up is lost, is in `docs/protocol.md` ("Sleep"); the two change together.
 
-use crate::sync::{fence, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::sync::PoisonError;
 
@@ -27,10 +27,15 @@ pub(crate) const MAX_WORKERS: usize = 1 << 16;
 pub(crate) struct Sleep {
     /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see docs/protocol.md).
     state: CachePadded<AtomicU64>,
-    sleepers: Mutex<Sleepers>,
+    /// std's mutex (loom's under loom), as the parkers' (see `Parker`): a worker that blocks
+    /// here when the process forks must leave nothing in a process-wide table.
+    sleepers: OwnMutex<Sleepers>,
     /// Held while a parking worker issues the membarrier, so that workers parking meanwhile
-    /// wait for it and find themselves covered (`barrier_before_recheck`).
-    barrier_turn: Mutex<()>,
+    /// wait for it and find themselves covered (`barrier_before_recheck`). std's mutex too:
+    /// workers do block here, for a system call's length, and with parking_lot's a fork at
+    /// that moment left their entries in the child's copy of its table, where the child's
+    /// new threads linked into them and lost a wake-up (ffi/tests/c/global.c under ASan).
+    barrier_turn: OwnMutex<()>,
     parkers: Box<[CachePadded<Parker>]>,
     /// The asymmetric barrier's pairing for this pool (`barrier.rs`).
     pub(crate) barrier: barrier::Barrier,
@@ -53,8 +58,8 @@ impl Sleep {
     pub(crate) fn new(workers: usize, membarrier: bool) -> Sleep {
         Sleep {
             state: CachePadded::new(AtomicU64::new(0)),
-            sleepers: Mutex::new(Sleepers::with_capacity(workers)),
-            barrier_turn: Mutex::new(()),
+            sleepers: OwnMutex::new(Sleepers::with_capacity(workers)),
+            barrier_turn: OwnMutex::new(()),
             parkers: (0..workers)
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
@@ -69,6 +74,11 @@ impl Sleep {
         let mut sleep = Sleep::new(workers, false);
         sleep.barrier = barrier;
         sleep
+    }
+
+    /// The sleeper list, locked.
+    fn sleepers(&self) -> OwnGuard<'_, Sleepers> {
+        lock(&self.sleepers)
     }
 
     /// Read-modify-writes of the state word so far (0 without the `stats` feature).
@@ -118,7 +128,7 @@ impl Sleep {
     /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2), then the heavy
     /// side of the asymmetric barrier unless a membarrier already covers our era.
     pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) {
-        let mut sleepers = self.sleepers.lock();
+        let mut sleepers = self.sleepers();
         let era = sleepers.push(index);
         let delta = if was_searching {
             SLEEPING_ONE - SEARCHING_ONE
@@ -147,12 +157,12 @@ impl Sleep {
         if !self.barrier.registered() {
             return;
         }
-        let _turn = self.barrier_turn.lock();
-        if self.sleepers.lock().barrier_covers(era) {
+        let _turn = lock(&self.barrier_turn);
+        if self.sleepers().barrier_covers(era) {
             return;
         }
         if self.barrier.issue() {
-            self.sleepers.lock().cover(era);
+            self.sleepers().cover(era);
         }
     }
 
@@ -167,7 +177,7 @@ impl Sleep {
     /// `transition_from_searching`, which wakes the next sleeper for the rest. (Loom found the
     /// lost wake-up when this returned us as a non-searcher.)
     pub(crate) fn cancel_park(&self, index: usize) -> bool {
-        let mut sleepers = self.sleepers.lock();
+        let mut sleepers = self.sleepers();
         if !sleepers.remove(index) {
             return false;
         }
@@ -214,7 +224,7 @@ impl Sleep {
     /// the promise of `wake_one`; with searchers, their chain covers what it leaves.
     #[cold]
     fn wake_n(&self, n: usize) {
-        let sleepers = self.sleepers.lock();
+        let sleepers = self.sleepers();
         let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
         let take = n.saturating_sub(searchers).min(sleepers.len());
         self.wake_listed(sleepers, take);
@@ -222,7 +232,7 @@ impl Sleep {
 
     /// Wakes the last `take` listed sleepers: one RMW counts them all as searchers (so
     /// concurrent submitters skip waking), then, the lock released, each is unparked.
-    fn wake_listed(&self, mut sleepers: MutexGuard<'_, Sleepers>, take: usize) {
+    fn wake_listed(&self, mut sleepers: OwnGuard<'_, Sleepers>, take: usize) {
         if take == 0 {
             return;
         }
@@ -313,7 +323,7 @@ impl Sleep {
     /// again, so there is nothing to do (and an unpark now would leave a stray token).
     #[cold]
     pub(crate) fn wake_specific(&self, index: usize) {
-        let mut sleepers = self.sleepers.lock();
+        let mut sleepers = self.sleepers();
         if !sleepers.remove(index) {
             return;
         }
@@ -329,7 +339,7 @@ impl Sleep {
     /// it woke one.
     #[cold]
     pub(crate) fn wake_one(&self) -> bool {
-        let mut sleepers = self.sleepers.lock();
+        let mut sleepers = self.sleepers();
         if searching(self.state.load(Ordering::SeqCst)) > 0 {
             return false;
         }
@@ -349,7 +359,7 @@ impl Sleep {
     /// Wakes every parked worker (shutdown, exit, resume, resize).
     #[cold]
     pub(crate) fn wake_all(&self) {
-        let sleepers = self.sleepers.lock();
+        let sleepers = self.sleepers();
         let all = sleepers.len();
         self.wake_listed(sleepers, all);
     }
@@ -357,7 +367,7 @@ impl Sleep {
     /// Whether a completed membarrier covers the current era.
     #[cfg(all(test, not(flock_loom)))]
     pub(crate) fn era_covered(&self) -> bool {
-        self.sleepers.lock().era_covered()
+        self.sleepers().era_covered()
     }
 
     #[cfg(all(test, not(flock_loom)))]
@@ -381,9 +391,17 @@ pub(crate) struct Parker {
 }
 
 #[cfg(flock_loom)]
-use loom::sync::{Condvar as ParkCondvar, Mutex as ParkMutex};
+use loom::sync::{Condvar as ParkCondvar, Mutex as ParkMutex, MutexGuard as OwnGuard};
 #[cfg(not(flock_loom))]
-use std::sync::{Condvar as ParkCondvar, Mutex as ParkMutex};
+use std::sync::{Condvar as ParkCondvar, Mutex as ParkMutex, MutexGuard as OwnGuard};
+/// The mutex of the sleep state's own locks: std's (loom's), like the parkers'.
+use ParkMutex as OwnMutex;
+
+/// Locks `mutex`. No user code runs under these locks, so a poisoned one is as good as a
+/// clean one.
+fn lock<T>(mutex: &OwnMutex<T>) -> OwnGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 impl Parker {
     pub(crate) fn new() -> Parker {
