@@ -99,9 +99,10 @@
 //! locked instructions, each a write to a line other workers may read, stand in for them.)
 //!
 //! `drain_probe trickle-events W...`: `bench_report`'s `trickle` row (one 20 µs task every
-//! 200 µs, 2,000 a run) on flock pools of `W` workers (default 2 16): the default pool, one
-//! with `spin_limit(0)` and one with `membarrier(false)`, 3 runs each; per task, the process
-//! CPU time (median) and the `Stats` counts of the median run: searches, failed steals, park
+//! 200 µs, 2,000 a run) and `2-way` rounds (2,000 joins of two 50 µs halves on a worker) on
+//! flock pools of `W` workers (default 2 16): the default pool, one with `spin_limit(0)` and
+//! one with `membarrier(false)`, 3 runs each; per task or round, the wall and process CPU
+//! time of the run with the median CPU and its `Stats` counts: searches, failed steals, park
 //! tries, parks and wake-ups; and the floor, with each task run by the submitting thread
 //! between its sleeps. What the CPU beyond the task's 20 µs goes to.
 //!
@@ -1044,11 +1045,12 @@ impl common::peers::Runner for Inline {
 
 /// `drain_probe trickle-events W...`: see the module doc.
 fn trickle_events(workers: &[usize]) {
-    use common::low_par::trickle;
+    use common::low_par::{trickle, two_way_flock};
     const TASKS: usize = 2000;
+    const ROUNDS: usize = 2000;
     const RUNS: usize = 3;
     println!(
-        "trickle: one 20 µs task every 200 µs, {TASKS} a run, median of {RUNS} runs; {} CPUs here",
+        "trickle: one 20 µs task every 200 µs, {TASKS} a run; 2-way: {ROUNDS} joins of two 50 µs halves on a worker; median of {RUNS} runs; {} CPUs here",
         std::thread::available_parallelism().map_or(1, usize::from)
     );
     let mut floor: Vec<Duration> = (0..RUNS)
@@ -1059,12 +1061,13 @@ fn trickle_events(workers: &[usize]) {
         "no pool (each task run by the submitting thread between its sleeps): {:.1} µs of CPU a task",
         floor[RUNS / 2].as_secs_f64() * 1e6 / TASKS as f64
     );
-    let mut head = String::from("| pool | W | CPU a task |");
+    let mut head =
+        String::from("| workload | pool | W | wall a task or round | CPU a task or round |");
     for (name, _) in TRICKLE_EVENTS {
         head += &format!(" {name} |");
     }
     println!("{head}");
-    println!("|{}", "---|".repeat(TRICKLE_EVENTS.len() + 3));
+    println!("|{}", "---|".repeat(TRICKLE_EVENTS.len() + 5));
     for &w in workers {
         for variant in ["flock", "spin_limit(0)", "membarrier(false)"] {
             let builder = flock::Pool::builder().workers(w);
@@ -1075,25 +1078,34 @@ fn trickle_events(workers: &[usize]) {
             };
             let pool = common::peers::Flock::from_pool(builder.build().expect("pool"), "flock");
             trickle(&pool, 100, 20, Duration::from_micros(200)); // warm-up
-            let mut runs: Vec<(Duration, Vec<u64>)> = (0..RUNS)
-                .map(|_| {
-                    let before = pool.pool.stats();
-                    let spent = trickle(&pool, TASKS, 20, Duration::from_micros(200));
-                    let after = pool.pool.stats();
-                    let counts = TRICKLE_EVENTS.iter().map(|(_, f)| f(&after) - f(&before));
-                    (spent.cpu, counts.collect())
-                })
-                .collect();
-            runs.sort_by_key(|(cpu, _)| *cpu);
-            let (cpu, counts) = &runs[RUNS / 2];
-            let mut line = format!(
-                "| {variant} | {w} | {:.1} µs |",
-                cpu.as_secs_f64() * 1e6 / TASKS as f64
-            );
-            for c in counts {
-                line += &format!(" {:.2} |", *c as f64 / TASKS as f64);
+            for workload in ["trickle", "2-way"] {
+                let n = if workload == "trickle" { TASKS } else { ROUNDS };
+                let mut runs: Vec<(common::low_par::Spent, Vec<u64>)> = (0..RUNS)
+                    .map(|_| {
+                        let before = pool.pool.stats();
+                        let spent = if workload == "trickle" {
+                            trickle(&pool, TASKS, 20, Duration::from_micros(200))
+                        } else {
+                            two_way_flock(&pool.pool, ROUNDS, 50)
+                        };
+                        let after = pool.pool.stats();
+                        let counts = TRICKLE_EVENTS.iter().map(|(_, f)| f(&after) - f(&before));
+                        (spent, counts.collect())
+                    })
+                    .collect();
+                runs.sort_by_key(|(spent, _)| spent.cpu);
+                let (spent, counts) = &runs[RUNS / 2];
+                let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+                let mut line = format!(
+                    "| {workload} | {variant} | {w} | {:.1} µs | {:.1} µs |",
+                    per(spent.wall),
+                    per(spent.cpu)
+                );
+                for c in counts {
+                    line += &format!(" {:.2} |", *c as f64 / n as f64);
+                }
+                println!("{line}");
             }
-            println!("{line}");
         }
     }
 }
