@@ -7,18 +7,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-/// A pool whose worker threads are named `"{name}-{index}"`.
-fn named(name: &'static str, workers: usize) -> Pool {
-    Pool::builder()
-        .workers(workers)
-        .thread_name(move |i| format!("{name}-{i}"))
-        .build()
-        .unwrap()
-}
+mod common;
 
-fn thread_name() -> String {
-    std::thread::current().name().unwrap_or("").to_owned()
-}
+use common::{named, thread_name};
 
 fn on(pool: &str) -> bool {
     thread_name().starts_with(&format!("{pool}-"))

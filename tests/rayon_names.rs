@@ -5,27 +5,15 @@
 
 mod common;
 
-use common::{stall_all, watchdog};
+use common::{named, stall_all, thread_name, watchdog};
 use flock::{GroupError, JoinError, Pool, TaskGroup, WaitError};
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
-fn named(workers: usize, prefix: &'static str) -> Pool {
-    Pool::builder()
-        .workers(workers)
-        .thread_name(move |i| format!("{prefix}-{i}"))
-        .build()
-        .unwrap()
-}
-
-fn thread_name() -> String {
-    thread::current().name().unwrap_or("").to_owned()
-}
-
 #[test]
 fn in_place_scope_runs_its_body_here_and_its_tasks_in_the_current_pool() {
-    let pool = named(2, "ips");
+    let pool = named("ips", 2);
     let here = thread::current().id();
     let names = Mutex::new(Vec::new());
     // Pool::in_place_scope: this pool's workers run the tasks.
@@ -77,7 +65,7 @@ fn join_context_says_whether_each_half_moved() {
     assert_eq!(b, (true, b.1));
     assert_ne!(a.1, caller);
     // On a worker: the first half runs right here; the second says whether it was stolen.
-    let pool = named(2, "jc");
+    let pool = named("jc", 2);
     for _ in 0..50 {
         let (a, b) = pool.install(|| {
             let here = thread::current().id();
@@ -97,7 +85,7 @@ fn join_context_says_whether_each_half_moved() {
 
 #[test]
 fn thread_queries_under_rayons_names() {
-    let pool = named(3, "tq");
+    let pool = named("tq", 3);
     assert_eq!(flock::current_thread_index(), None);
     assert_eq!(pool.install(flock::current_num_threads), 3);
     let index = pool.install(flock::current_thread_index);
@@ -110,7 +98,7 @@ fn thread_queries_under_rayons_names() {
         Err(flock::BuildError::TooManyWorkers { .. })
     ));
     assert_eq!(flock::current_thread_has_pending_tasks(), None);
-    let pool1 = named(1, "tq1");
+    let pool1 = named("tq1", 1);
     let seen = pool1.install(|| {
         let before = flock::current_thread_has_pending_tasks();
         let child = flock::spawn(|| ());
@@ -124,7 +112,7 @@ fn thread_queries_under_rayons_names() {
 
 #[test]
 fn free_broadcast_runs_on_every_worker_of_the_current_pool_with_a_context() {
-    let pool = named(3, "bc");
+    let pool = named("bc", 3);
     let seen =
         pool.install(|| flock::broadcast(|ctx| (ctx.index(), ctx.num_threads(), thread_name())));
     assert_eq!(seen.len(), 3);

@@ -8,25 +8,12 @@
 
 mod common;
 
-use common::watchdog;
+use common::{named, thread_name, watchdog};
 use flock::{Pool, Scope};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
-
-/// A pool whose worker threads are named `"{name}-{index}"`.
-fn named(name: &'static str, workers: usize) -> Pool {
-    Pool::builder()
-        .workers(workers)
-        .thread_name(move |i| format!("{name}-{i}"))
-        .build()
-        .unwrap()
-}
-
-fn thread_name() -> String {
-    thread::current().name().unwrap_or("").to_owned()
-}
 
 /// Where the free functions called in a scope's body ran: the body's thread, the threads of
 /// both halves of a `flock::join`, of a `flock::spawn`ed task and of a nested `flock::scope`'s

@@ -165,3 +165,17 @@ pub fn stall_each_in(pool: &flock::Pool, lane: usize) -> Gate {
     }
     gate
 }
+
+/// A pool of `workers` whose worker threads are named `"{name}-{index}"`.
+pub fn named(name: &'static str, workers: usize) -> flock::Pool {
+    flock::Pool::builder()
+        .workers(workers)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .unwrap()
+}
+
+/// The calling thread's name, or "" when it has none.
+pub fn thread_name() -> String {
+    std::thread::current().name().unwrap_or("").to_owned()
+}
