@@ -28,9 +28,9 @@ pub(crate) struct Barrier {
     /// workers read it with a Relaxed load (their thread's start happens-after the store);
     /// it only ever moves from `HEAVY` to `FENCED`, never back.
     mode: AtomicU8,
-    /// Whether this pool registered for the membarrier: from then on every park issues it,
-    /// also after `mode` fell back to `FENCED`, since pushes from before the fall-back
-    /// skipped their fence.
+    /// Whether this pool registered for the membarrier: from then on parks issue it (once
+    /// per era, `Sleep::barrier_before_recheck`), also after `mode` fell back to `FENCED`,
+    /// since pushes from before the fall-back skipped their fence.
     registered: bool,
     /// Membarriers issued by this pool's parks, for the test that a pool without them
     /// issues none.

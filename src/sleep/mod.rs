@@ -517,7 +517,8 @@ mod tests {
     }
 
     /// Parks of a pool built with `membarrier(false)` issue no membarrier (its pushes fence
-    /// instead); those of a default pool, where the kernel grants it, issue one each. Reads
+    /// instead); those of a default one-worker pool, where the kernel grants it, issue one
+    /// each (with one worker, every park starts an era). Reads
     /// the sleep state, not `Stats::parks`, which builds without the `stats` feature lack.
     #[test]
     fn only_a_pool_that_uses_the_membarrier_issues_it_when_parking() {
@@ -548,7 +549,7 @@ mod tests {
         let sleep = &fenced.registry().sleep;
         // The spawn's wake took the worker off the sleeper list (`wake_listed`) before
         // `join` returned, so a listed sleeper now is the worker back in `announce_parked`,
-        // which runs the heavy side (`before_recheck`) at once.
+        // which runs the heavy side (`barrier_before_recheck`) at once.
         tasks_each_followed_by_a_park(&fenced, &|_| sleep.counts().1 == 1);
         assert_eq!(sleep.barrier.issued(), 0);
 
