@@ -190,6 +190,15 @@ impl Sleep {
     /// Blocks the calling worker until its token is set.
     pub(crate) fn park(&self, index: usize) {
         self.parkers[index].park();
+        #[cfg(all(test, not(flock_loom)))]
+        hops::woke(&self.parkers[index]);
+    }
+
+    /// Hands worker `index` its wake-up token (a waker that listed it as woken).
+    fn unpark(&self, index: usize) {
+        #[cfg(all(test, not(flock_loom)))]
+        hops::waking(&self.parkers[index]);
+        self.parkers[index].unpark();
     }
 
     /// After pushing to the injector: wake one sleeper unless someone is searching (F1).
@@ -245,7 +254,7 @@ impl Sleep {
         self.count_write();
         drop(sleepers);
         for index in woken {
-            self.parkers[index].unpark();
+            self.unpark(index);
         }
     }
 
@@ -332,7 +341,7 @@ impl Sleep {
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
         self.count_write();
         drop(sleepers);
-        self.parkers[index].unpark();
+        self.unpark(index);
     }
 
     /// Wakes one parked worker, making it a searcher, unless a searcher exists. Returns whether
@@ -352,7 +361,7 @@ impl Sleep {
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
         self.count_write();
         drop(sleepers);
-        self.parkers[index].unpark();
+        self.unpark(index);
         true
     }
 
@@ -388,6 +397,40 @@ impl Sleep {
 pub(crate) struct Parker {
     token: ParkMutex<bool>,
     cond: ParkCondvar,
+    /// In tests: the wake-ups between an outside thread and this worker's last wake
+    /// (`hops`).
+    #[cfg(all(test, not(flock_loom)))]
+    hops: std::sync::atomic::AtomicU32,
+}
+
+/// In tests: how many wake-ups lie between an outside thread and each worker's last wake,
+/// so a test can see how a pool ramps up from idle (one wake in flight at a time makes the
+/// last of `W` workers `W - 1` hops away; a doubling ramp, about log2 `W`).
+#[cfg(all(test, not(flock_loom)))]
+pub(crate) mod hops {
+    use super::Parker;
+    use std::cell::Cell;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    thread_local! {
+        /// This thread's hops: 0 outside the pool, the waker's plus one on a worker.
+        static HOPS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// The calling thread's hops from an outside thread.
+    pub(crate) fn here() -> u32 {
+        HOPS.with(Cell::get)
+    }
+
+    /// Before the calling thread unparks `parker`'s worker.
+    pub(super) fn waking(parker: &Parker) {
+        parker.hops.store(here() + 1, Relaxed);
+    }
+
+    /// After the calling worker was unparked.
+    pub(super) fn woke(parker: &Parker) {
+        HOPS.with(|h| h.set(parker.hops.load(Relaxed)));
+    }
 }
 
 #[cfg(flock_loom)]
@@ -408,6 +451,8 @@ impl Parker {
         Parker {
             token: ParkMutex::new(false),
             cond: ParkCondvar::new(),
+            #[cfg(all(test, not(flock_loom)))]
+            hops: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -602,5 +647,63 @@ mod tests {
             first,
             "a worker parking again while three others sleep issued a membarrier"
         );
+    }
+
+    /// A probe, run by hand: how many wake-ups lie between the submitting thread and each
+    /// worker when a pool ramps up from idle. One task from outside forks (by `join`) into
+    /// as many leaves as workers, each of which blocks until every leaf has started, so every
+    /// worker must be woken. Prints, by pool size, the hops of the last worker woken
+    /// (median and range of the rounds) and the wake-ups counted.
+    /// `cargo test --release -p flock-pool --lib ramp_hops -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a probe that prints counts; run by hand"]
+    fn ramp_hops() {
+        use std::sync::{Arc, Barrier, Mutex};
+        use std::time::{Duration, Instant};
+        fn tree(leaves: usize, barrier: &Barrier, seen: &Mutex<Vec<u32>>) {
+            if leaves == 1 {
+                seen.lock().unwrap().push(hops::here());
+                barrier.wait();
+            } else {
+                let half = leaves / 2;
+                crate::join(
+                    || tree(half, barrier, seen),
+                    || tree(leaves - half, barrier, seen),
+                );
+            }
+        }
+        const ROUNDS: usize = 15;
+        for workers in [2, 4, 8, 16] {
+            let (mut last, mut wakes) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                let pool = crate::Pool::builder().workers(workers).build().unwrap();
+                let sleep = &pool.registry().sleep;
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while sleep.counts().1 != workers as u64 {
+                    assert!(Instant::now() < deadline, "the workers never all parked");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let before = pool.stats().wakeups;
+                let barrier = Arc::new(Barrier::new(workers));
+                let seen = Arc::new(Mutex::new(Vec::new()));
+                let (b, s) = (barrier.clone(), seen.clone());
+                pool.spawn(move || tree(workers, &b, &s)).join().unwrap();
+                let seen = seen.lock().unwrap();
+                last.push(*seen.iter().max().unwrap());
+                wakes.push(pool.stats().wakeups - before);
+                pool.shutdown().unwrap();
+            }
+            last.sort_unstable();
+            wakes.sort_unstable();
+            println!(
+                "ramp {workers:2} workers: hops to the last worker median {} ({}-{}), wake-ups median {} ({}-{}), {ROUNDS} rounds",
+                last[ROUNDS / 2],
+                last[0],
+                last[ROUNDS - 1],
+                wakes[ROUNDS / 2],
+                wakes[0],
+                wakes[ROUNDS - 1],
+            );
+        }
     }
 }
