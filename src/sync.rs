@@ -277,6 +277,8 @@ pub(crate) enum Canary {
     Retiring,
     /// `era`: a parking worker skips the membarrier only where one covers its own era.
     Era,
+    /// `chain`: a searcher that found a task wakes sleepers for the work it saw left.
+    Chain,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -297,9 +299,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "undo" => Canary::Undo,
             "retiring" => Canary::Retiring,
             "era" => Canary::Era,
+            "chain" => Canary::Chain,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain)"
             ),
         })
     });

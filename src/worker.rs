@@ -606,7 +606,8 @@ impl WorkerThread {
     }
 
     /// Leaves the Searching state after finding a task; the last searcher keeps the promise of
-    /// docs/protocol.md by waking one more worker if work is still queued (the chain).
+    /// docs/protocol.md by waking more workers if work is still queued (the chain: up to two,
+    /// at least one when none searches; `Sleep::wake_for_found_work`).
     ///
     /// "Queued" means in any queue, other workers' deques included: jobs a task spawned
     /// there are found only by a searcher if that worker then runs a long (or blocking)
@@ -615,8 +616,15 @@ impl WorkerThread {
     /// tasks that wait for each other on four workers).
     fn stop_searching(&self) {
         let reg = &*self.registry;
-        if reg.sleep.transition_from_searching() && self.work_visible() {
-            reg.sleep.wake_one();
+        let last = reg.sleep.transition_from_searching();
+        // Not the last searcher: no promise to keep, but with sleepers and work visible, a
+        // wake now ramps the pool up faster (each finder wakes up to two, so the awake
+        // workers double each hop instead of growing by one). One Relaxed load when nobody
+        // sleeps, as in a busy pool.
+        // The `chain` canary removes the wake to prove the loom models catch its loss
+        // (scripts/loom.sh).
+        if (last || reg.sleep.anyone_asleep()) && !canary(Canary::Chain) && self.work_visible() {
+            reg.sleep.wake_for_found_work(reg.crew.workers());
         }
     }
 

@@ -13,6 +13,10 @@ use sleepers::Sleepers;
 const SEARCHING_ONE: u64 = 1;
 const SLEEPING_ONE: u64 = 1 << 32;
 
+/// How many sleepers a searcher that found work wakes when more is queued
+/// (`Sleep::wake_for_found_work`): two, so the awake workers double each hop of a ramp.
+const FINDER_WAKES: usize = 2;
+
 fn searching(state: u64) -> u64 {
     state & (SLEEPING_ONE - 1)
 }
@@ -111,8 +115,8 @@ impl Sleep {
     }
 
     /// A searcher found a task. Returns true if it was the last searcher, in which case it
-    /// must re-check the queues (and call `wake_one` if work is left) — the promise in
-    /// docs/protocol.md.
+    /// must re-check the queues (and call `wake_for_found_work` if work is left) — the promise
+    /// in docs/protocol.md.
     pub(crate) fn transition_from_searching(&self) -> bool {
         let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
         self.count_write();
@@ -226,6 +230,30 @@ impl Sleep {
         if sleeping(state) > 0 && n as u64 > searching(state) {
             self.wake_n(n);
         }
+    }
+
+    /// Whether some worker is parked (or on its way to park). Relaxed: for a wake that only
+    /// buys parallelism sooner, never for the promise.
+    #[inline]
+    pub(crate) fn anyone_asleep(&self) -> bool {
+        sleeping(self.state.load(Ordering::Relaxed)) > 0
+    }
+
+    /// A searcher found a task and saw more work queued (`WorkerThread::stop_searching`):
+    /// wakes up to `FINDER_WAKES` sleepers, as searchers, while the searchers stay within
+    /// half of `workers` (the bound of `transition_to_searching`), and at least one when no
+    /// worker searches. So a pool ramps up from idle doubling its awake workers each hop, as
+    /// rayon's does (`work_found` wakes two), instead of one worker per hop; the bound and
+    /// the need for visible work keep it from waking workers that would find nothing. With
+    /// no searcher and a sleeper it wakes one, which is the promise of `wake_one` that the
+    /// last searcher's chain check needs (docs/protocol.md, "The promise a searcher makes").
+    #[cold]
+    pub(crate) fn wake_for_found_work(&self, workers: usize) {
+        let sleepers = self.sleepers();
+        let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
+        let room = (workers / 2).max(1).saturating_sub(searchers);
+        let take = FINDER_WAKES.min(room).min(sleepers.len());
+        self.wake_listed(sleepers, take);
     }
 
     /// Wakes parked workers, making them searchers, until there are `n` searchers (or no
