@@ -157,15 +157,17 @@ mod tests {
 
     #[test]
     fn the_clock_follows_instant() {
+        // `Instant` read on both sides of the clock's start and of its reading, so a
+        // preemption between any two lines (on a loaded machine, or Miri running other
+        // tests' threads on its virtual clock) widens the bracket instead of failing.
+        let outer = Instant::now();
         let clock = Clock::new(true);
-        let started = Instant::now();
+        let inner = Instant::now();
         let a = clock.now_ns();
         std::thread::sleep(Duration::from_millis(20));
-        // `Instant` read on both sides of the reading, so a preemption between the lines
-        // widens the bracket instead of failing the test.
-        let before = started.elapsed().as_nanos() as u64;
+        let before = inner.elapsed().as_nanos() as u64;
         let b = clock.now_ns();
-        let after = started.elapsed().as_nanos() as u64;
+        let after = outer.elapsed().as_nanos() as u64;
         assert!(b >= a, "went backwards: {a} then {b}");
         // Within 2% (and 100 µs) of what `Instant` saw: a wrong scale, or a reading in other
         // units, is far outside that.
