@@ -8,8 +8,9 @@
 # of a scope's count it keeps (credit), releases waking blocked submitters at the low-water
 # mark rather than one below it (room), the wake of a failed reservation's undo that
 # crosses the mark (undo), a broadcast calling only running slots (retiring), a parking
-# worker skipping the membarrier only where one covers its own era (era), and the wake a
-# searcher that found a task owes the work it saw left (chain).
+# worker skipping the membarrier only where one covers its own era (era), the wake a
+# searcher that found a task owes the work it saw left (chain), and the announcement of the
+# second of two jobs a worker claimed from a ring at once (claim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -94,6 +95,9 @@ canary credit loom_scope_units_kept_by_workers_are_given_back 1
 canary room loom_block_wakes_at_the_low_water_mark
 # A searcher that finds a task and wakes nobody for the one left leaves it to wait.
 canary chain loom_chain_wake_runs_two_tasks_in_parallel
+# The second of two claimed jobs pushed unannounced: its first blocks on it, the other
+# worker sleeps.
+canary claim loom_a_claimed_second_job_is_taken_by_another_worker 1
 # A broadcast that picks a retiring slot waits for a call its thread never runs.
 canary retiring loom_broadcast_racing_a_retire_runs_each_call_as_its_worker
 queue_models "${all[@]}"

@@ -1221,6 +1221,41 @@ fn loom_ring_race_loser_runs_the_next_job() {
     });
 }
 
+/// Two jobs claimed from a ring at once (`WorkerThread::took_two`): a worker that took a
+/// first task from a ring claims the next two with one CAS when both are published, runs the
+/// first and pushes the second onto its own deque. Here the first of those blocks until the
+/// second has run, so the other worker must take the second from that deque: it must see
+/// it there, or be woken for it if it went to sleep when the ring looked empty. Preemption
+/// bound 1, as `loom_ring_race_loser_runs_the_next_job`. With the push's announcement
+/// removed (the `claim` canary) loom finds the other worker asleep beside it.
+#[test]
+fn loom_a_claimed_second_job_is_taken_by_another_worker() {
+    model_bounded(
+        "loom_a_claimed_second_job_is_taken_by_another_worker",
+        Some(1),
+        || {
+            let pool = ring_pool(2);
+            // Under loom a ring has two slots, and the two jobs claimed at once must be at
+            // the head of one ring, with the claimer holding it (its last job came from
+            // there): the first task runs until the third is submitted, into the slot the
+            // first left (the ring's next lap).
+            let (started, go, done) = (Signal::new(), Signal::new(), Signal::new());
+            let (s, g, d) = (started.clone(), go.clone(), done.clone());
+            pool.submit(move || {
+                s.signal();
+                g.wait();
+            })
+            .unwrap();
+            pool.submit(move || done.wait()).unwrap();
+            started.wait();
+            pool.submit(move || d.signal()).unwrap();
+            go.signal();
+            pool.wait().unwrap();
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A ring by itself (`SharedQueue`): one producer pushes three jobs (the third grows the
 /// ring) while two consumers take what they find, one as `purge` does (`steal`: a lost race
 /// for the head is retried), one as a worker (`steal_noting`: it gives up); the rest is

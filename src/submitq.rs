@@ -382,6 +382,22 @@ impl SharedQueue {
         self.submitters[i].steal(OnLost::GiveUp)
     }
 
+    /// The two oldest jobs of submitter ring `i`, with one CAS, if both are published at the
+    /// head of its front ring; `None` otherwise (one job or none there, a lost race, or the
+    /// front ring drained: `steal_ring` then takes one as usual). For the worker that took
+    /// its last job from that ring (`WorkerThread::take_held_ring`), which runs the first
+    /// and pushes the second onto its own deque, where others can take it.
+    #[inline]
+    pub(crate) fn steal_ring_two(&self, i: usize) -> Option<(Job, Job)> {
+        // Acquire, as in `SubmitterQueue::steal`.
+        let ring = self.submitters[i].front.load(Ordering::Acquire);
+        if ring.is_null() {
+            return None;
+        }
+        // SAFETY: rings live as long as the queue.
+        unsafe { &*ring }.take_two()
+    }
+
     /// The oldest spawned job handed back (see the module docs): what a waiting worker may
     /// take here while the pool is paused.
     #[inline]
@@ -869,6 +885,44 @@ impl Ring {
         }
     }
 
+    /// The jobs at `pos` and `pos + 1` (`pos` the head), with one CAS of the head by two,
+    /// if both are published; `None` if not, or if another consumer moved the head first
+    /// (the caller then takes one job, `take`). The orderings are `take`'s: the Acquire
+    /// loads of both sequence numbers pair with the producer's Release stores, the CAS only
+    /// makes the positions ours, and each slot is freed with a Release store after its read.
+    #[inline]
+    fn take_two(&self) -> Option<(Job, Job)> {
+        let len = self.slots.len();
+        if len < 2 {
+            return None;
+        }
+        let pos = self.head.load(Ordering::Relaxed);
+        let next = pos.wrapping_add(1);
+        let (first, second) = (self.slot(pos), self.slot(next));
+        // The producer publishes in order, so the second published means the first is too;
+        // both are checked, since a stale `pos` may see a later lap's number in either.
+        if first.seq.load(Ordering::Acquire) != next
+            || second.seq.load(Ordering::Acquire) != next.wrapping_add(1)
+        {
+            return None;
+        }
+        self.head
+            .compare_exchange(
+                pos,
+                pos.wrapping_add(2),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .ok()?;
+        // SAFETY: positions `pos` and `pos + 1` are ours alone now, and both were published
+        // (the sequence numbers we read); each is read once.
+        let a = first.job.with_mut(|p| unsafe { (*p).assume_init_read() });
+        first.seq.store(pos.wrapping_add(len), Ordering::Release);
+        let b = second.job.with_mut(|p| unsafe { (*p).assume_init_read() });
+        second.seq.store(next.wrapping_add(len), Ordering::Release);
+        Some((a, b))
+    }
+
     /// Whether no job is published at the head (a stale head is read again, as in `pop`).
     fn is_empty(&self) -> bool {
         let mut pos = self.head.load(Ordering::Relaxed);
@@ -973,6 +1027,40 @@ mod tests {
             }
         }
         drain(&q);
+        assert_eq!(*log.lock().unwrap(), (0..next).collect::<Vec<_>>());
+    }
+
+    /// Two jobs claimed with one CAS (`steal_ring_two`, a worker holding the ring): only
+    /// when both are published at the head of the front ring, oldest first, and their slots
+    /// are freed for the ring's next laps; mixed with single takes, across growth, every job
+    /// comes out once and in order.
+    #[test]
+    fn two_at_once_come_out_in_order_and_free_their_slots() {
+        let q = SharedQueue::new(RINGS);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        q.push_submitted(job_pushing(&log, 0), None);
+        let (job, ring) = q.steal_noting(0).unwrap();
+        job.run();
+        assert!(q.steal_ring_two(ring).is_none(), "nothing published");
+        q.push_submitted(job_pushing(&log, 1), None);
+        assert!(q.steal_ring_two(ring).is_none(), "one job published");
+        let mut next = 2;
+        let mut pairs = 0;
+        for round in 0..FIRST_CAPACITY * 6 {
+            for _ in 0..(round % 3 + 1) {
+                q.push_submitted(job_pushing(&log, next), None);
+                next += 1;
+            }
+            if let Some((a, b)) = q.steal_ring_two(ring) {
+                a.run();
+                b.run();
+                pairs += 1;
+            } else if let Some(job) = q.steal_ring(ring) {
+                job.run();
+            }
+        }
+        drain(&q);
+        assert!(pairs > FIRST_CAPACITY, "{pairs} pairs");
         assert_eq!(*log.lock().unwrap(), (0..next).collect::<Vec<_>>());
     }
 

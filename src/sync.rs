@@ -279,6 +279,8 @@ pub(crate) enum Canary {
     Era,
     /// `chain`: a searcher that found a task wakes sleepers for the work it saw left.
     Chain,
+    /// `claim`: the second of two jobs claimed from a ring at once is announced as a push.
+    Claim,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -300,9 +302,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "retiring" => Canary::Retiring,
             "era" => Canary::Era,
             "chain" => Canary::Chain,
+            "claim" => Canary::Claim,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era, chain)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim)"
             ),
         })
     });

@@ -1,7 +1,9 @@
 //! FIFO within a lane: tasks submitted from one thread start in the order they were submitted
 //! (threadpool's `test_shrink`). A worker takes one task at a time from the shared queue,
 //! never a batch that would wait behind its own long task while idle workers take younger
-//! tasks; from a batch's bundle too, whose rest waits on the front of the shared queue.
+//! tasks; from a batch's bundle too, whose rest waits on the front of the shared queue. The
+//! one exception, two tasks claimed at once from a ring the worker holds, leaves the second
+//! where any worker can take it (the last test).
 //! And FIFO spawns from a worker: each trigger runs or drops a task of its own kind.
 mod common;
 
@@ -332,5 +334,29 @@ fn a_batch_taken_up_is_not_overtaken_by_a_later_task() {
             assert_eq!(*started.lock().unwrap(), want, "lanes: {lanes}");
             pool.shutdown().unwrap();
         }
+    });
+}
+
+/// A worker that took a task from a submitter's ring may claim the next two at once, run
+/// the first and leave the second on its own deque (docs/protocol.md, "FIFO within a
+/// lane"). Here the first of those two blocks until the second has run, on a pool of two
+/// workers: the other worker must take the second from that deque (or be woken for it). The
+/// first task of each round holds its worker until the other two are queued, so that the
+/// worker holds the ring with both published when it looks again. A hang fails by watchdog.
+#[test]
+fn a_task_blocking_on_its_submitters_next_task_does_not_hang() {
+    const ROUNDS: usize = if cfg!(miri) { 5 } else { 2_000 };
+    watchdog(60, "a claimed task waited for by the one before it", || {
+        let pool = Pool::builder().workers(2).build().unwrap();
+        for _ in 0..ROUNDS {
+            let (queued, next_ran) = (Gate::new(), Gate::new());
+            let (q, n1, n2) = (queued.clone(), next_ran.clone(), next_ran.clone());
+            pool.submit(move || q.wait()).unwrap();
+            pool.submit(move || n1.wait()).unwrap();
+            pool.submit(move || n2.open()).unwrap();
+            queued.open();
+            pool.wait().unwrap();
+        }
+        pool.shutdown().unwrap();
     });
 }

@@ -12,7 +12,7 @@ use crate::job::{Bundle, Job, BUNDLE};
 use crate::metrics::counters::{LaneStat, Stat};
 use crate::registry::Crew;
 use crate::submitq::INJECTOR;
-use crate::sync::Arc;
+use crate::sync::{canary, Arc, Canary};
 
 /// Every lane, as a set of lanes (bit `lane`) for `fair_lane` and `steal_among`.
 const ALL_LANES: u32 = u32::MAX;
@@ -67,7 +67,11 @@ impl WorkerThread {
             self.taker.let_go_of_ring();
             return None;
         }
-        match self.registry.queues.lane(0).shared().steal_ring(ring) {
+        let shared = self.registry.queues.lane(0).shared();
+        if let Some((first, second)) = shared.steal_ring_two(ring) {
+            return self.took_two(first, second, left);
+        }
+        match shared.steal_ring(ring) {
             Some(job) if job.flags() & BUNDLE == 0 => {
                 self.taker.took_from_ring(left);
                 Some(job)
@@ -81,6 +85,44 @@ impl WorkerThread {
                 None
             }
         }
+    }
+
+    /// Two jobs claimed with one CAS from the ring we hold (`steal_ring_two`): the first is
+    /// ours to run; the second goes where every other worker can take it and every re-check
+    /// reads it, announced as any push (docs/protocol.md, "FIFO within a lane"): onto our
+    /// own deque, which we pop before we take anything else of the lane, so on this worker
+    /// the two start in their order; a bundle's entry onto the front of the lane's shared
+    /// queue, as `take_up` puts one (entries never go to a deque). A first job that is a
+    /// bundle's entry is taken up before the second is put anywhere, so that its rest goes
+    /// on the front ahead of the second.
+    #[cold]
+    fn took_two(&self, first: Job, second: Job, left: u32) -> Option<Job> {
+        let run = if first.flags() & BUNDLE == 0 {
+            self.taker.took_from_ring(left);
+            Some(first)
+        } else {
+            self.taker.let_go_of_ring();
+            self.take_up(first, 0)
+        };
+        if second.flags() & BUNDLE != 0 {
+            let reg = &*self.registry;
+            let bundle = second.into_bundle();
+            let rest = bundle.remaining();
+            reg.queues.lane(0).shared().put_front(bundle);
+            // A worker that looked at the queues since our CAS saw neither job (F1 first,
+            // as after `take_up`'s put).
+            reg.sleep.notify_new_work_n(rest);
+        } else {
+            self.locals[0].push(second);
+            // The light side and the state test of a local push: a task we run may block
+            // until `second` has run, so a sleeping worker must see it, as after
+            // `push_local` (the `claim` canary drops this to prove the loom model needs it).
+            if !canary(Canary::Claim) {
+                self.notify_local_work();
+            }
+        }
+        // Only if the first was a bundle whose jobs were all claimed: run the second.
+        run.or_else(|| self.pop_own(0))
     }
 
     /// An entry of our join deque (a join half or a scope task), as a `Job`, for the paths
@@ -387,7 +429,8 @@ impl WorkerThread {
     /// younger tasks (and our own pops run it newest first), so tasks of a lane would no
     /// longer start in the order they were submitted (tests/fifo.rs; threadpool's
     /// `test_shrink`). Bulk submissions keep their amortisation through bundles, whose rest
-    /// waits on the queue's front (`take_up`).
+    /// waits on the queue's front (`take_up`); a worker that holds a ring claims two at
+    /// most, and only from there (`take_held_ring`, `took_two`).
     fn steal_from_injector(&self, lane: usize) -> Option<Job> {
         let start = self.taker.next_probe();
         // Counted in `execute` (the `INJECTED` flag).

@@ -152,7 +152,7 @@ impl WorkerThread {
     /// After a push onto our own deques: the sleep protocol's light side
     /// (`Sleep::notify_local_work`), counting the pushes that found a sleeper.
     #[inline]
-    fn notify_local_work(&self) {
+    pub(super) fn notify_local_work(&self) {
         if self.registry.sleep.notify_local_work() {
             self.shard().stats.stat_owned(Stat::LocalPushWakeChecks, 1);
         }

@@ -196,12 +196,13 @@ impl WorkerThread {
 
     /// While paused: a job spawned by a running task, from our own deques, then those handed
     /// back to the lanes' shared queues (by a retiring worker, or `purge`: the task we wait
-    /// for may be one), then other workers' deques. A job from outside (flag `INJECTED`) is
-    /// not put on a deque (the rest of a batch waits on the front of its lane's shared
-    /// queue); one found there would wait for `resume`, so it goes back to its lane's shared
-    /// queue (moved, not copied: nothing lost, nothing run twice; `resume` wakes every
-    /// worker). A single job from outside taken as the pool got
-    /// paused is in no deque: its taker keeps it (`keep_for_resume`).
+    /// for may be one), then other workers' deques. A job from outside (flag `INJECTED`) on
+    /// a deque is the second of two a worker claimed from a ring at once (`took_two`); it
+    /// must wait for `resume`, so we keep it (`keep_for_resume`), as a job taken as the pool
+    /// got paused: it starts first after the resume, ahead of the later jobs of its
+    /// submitter still on their ring (moved, not copied: nothing lost, nothing run twice).
+    /// The rest of a batch is on no deque (it waits on the front of its lane's shared
+    /// queue).
     fn find_spawned_work(&self) -> Option<(Job, usize)> {
         // Our own join halves first: spawned work, never from outside.
         if let Some(found) = self.pop_join_as_job() {
@@ -223,7 +224,7 @@ impl WorkerThread {
             if job.flags() & INJECTED == 0 {
                 return Some((job, lane));
             }
-            self.registry.queues.lane(lane).shared().push(job);
+            self.keep_for_resume(job, lane);
         }
     }
 
