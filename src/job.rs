@@ -69,6 +69,9 @@ pub(crate) const INJECTED: u8 = 16;
 /// Not a task but a bundle of queued jobs (`Job::bundle`): the worker that takes it up claims
 /// its jobs one at a time instead of running it (see `WorkerThread::take_up`).
 pub(crate) const BUNDLE: u8 = 32;
+/// Handed out by a worker's keep of jobs taken as the pool got paused
+/// (`worker::kept::Kept::pop_oldest`) and not yet run: kept again, it goes back to the front.
+pub(crate) const UNKEPT: u8 = 64;
 
 pub(crate) struct Job {
     call: CallFn,
@@ -175,6 +178,10 @@ impl Job {
 
     pub(crate) fn add_flags(&mut self, flags: u8) {
         self.meta |= u64::from(flags);
+    }
+
+    pub(crate) fn remove_flags(&mut self, flags: u8) {
+        self.meta &= !u64::from(flags);
     }
 
     /// `add_flags`, then `stamp` if there is a queue time: what queuing adds to a job.

@@ -13,7 +13,7 @@
 //! `registry/dispatch.rs`.
 
 use crate::deque::Worker as Deque;
-use crate::job::{Job, JobRef, INJECTED};
+use crate::job::{Job, JobRef, INJECTED, UNKEPT};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
 use crate::registry::{Crew, LocalQueues, Registry, Shard, SlotThread};
@@ -588,8 +588,9 @@ impl WorkerThread {
     /// a pause (README).
     fn take_all_kept(&self) -> Vec<(Job, usize)> {
         let mut kept = Vec::new();
-        while let Some(job) = self.take_kept() {
-            kept.push(job);
+        while let Some((mut job, lane)) = self.take_kept() {
+            job.remove_flags(UNKEPT); // not for our keep: another worker's may take it
+            kept.push((job, lane));
         }
         kept
     }
