@@ -250,6 +250,13 @@ impl Sleep {
     #[cold]
     pub(crate) fn wake_for_found_work(&self, workers: usize) {
         let sleepers = self.sleepers();
+        // SeqCst: with no searcher left we must wake one (the promise). The last searcher
+        // comes here after its SeqCst decrement and fence (`transition_from_searching`), so
+        // this load follows them in the single total order and reads a count no older than
+        // any decrement ordered before them: a searcher that already stopped is not counted
+        // on. (The fence alone would give that to a Relaxed load; SeqCst says it here, and
+        // is a plain load on x86-64.) A finder that is not the last comes with no fence:
+        // its wakes only buy parallelism sooner.
         let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
         let room = (workers / 2).max(1).saturating_sub(searchers);
         let take = FINDER_WAKES.min(room).min(sleepers.len());
@@ -262,6 +269,11 @@ impl Sleep {
     #[cold]
     fn wake_n(&self, n: usize) {
         let sleepers = self.sleepers();
+        // SeqCst: the callers come after F1 (`notify_new_work_n`, `notify_injected`),
+        // so this load follows F1 in the single total order and sees every searcher's
+        // decrement ordered before it; a searcher it still counts will fence after F1 and
+        // re-check, seeing the work (the pairing of "Why no wake-up is lost"). Leaving out
+        // the searchers it counts is what keeps this from a herd. A plain load on x86-64.
         let searchers = searching(self.state.load(Ordering::SeqCst)) as usize;
         let take = n.saturating_sub(searchers).min(sleepers.len());
         self.wake_listed(sleepers, take);
