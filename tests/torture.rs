@@ -1997,6 +1997,9 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
     let (t_started, t_started_rx) = mpsc::channel::<()>();
     let (go, go_rx) = mpsc::channel::<()>();
     let go_rx = Arc::new(Mutex::new(go_rx));
+    // What T's `yield_now` returned: checked here, since a panic in T is caught by the pool.
+    let (yielded_tx, yielded) = mpsc::channel::<Option<flock::Yield>>();
+    let yielded_tx = Arc::new(Mutex::new(yielded_tx));
     let (a, h) = (armed.clone(), handle.clone());
     let pool = Arc::new(
         Pool::builder()
@@ -2010,12 +2013,14 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
                     return;
                 };
                 let (t_started, go_rx) = (t_started.clone(), go_rx.clone());
+                let yielded_tx = yielded_tx.clone();
                 // T: runs in the stop-hook drain of worker 1.
                 pool.submit(move || {
                     t_started.send(()).unwrap();
                     go_rx.lock().unwrap().recv().unwrap();
-                    // Takes up the bundle in the shared queue: its entry goes onto our deque.
-                    assert_eq!(flock::yield_now(), Some(flock::Yield::Executed));
+                    // Takes up the bundle in the shared queue (worker 0 is still held).
+                    let took = flock::yield_now();
+                    yielded_tx.lock().unwrap().send(took).unwrap();
                 })
                 .unwrap();
             })
@@ -2052,14 +2057,20 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
         .collect();
     assert_eq!(pool.submit_batch(batch).unwrap(), 16);
     go.send(()).unwrap();
+    // Worker 0 is released only once T has taken the bundle up: released with T, it could
+    // take the bundle first and leave T nothing (the path this test is for untaken).
+    let took = yielded.recv_timeout(Duration::from_secs(20));
     release.send(()).unwrap();
     holder.join().unwrap();
     // Generous: only a hang (the lost bundle) passes it.
     let waited = pool.wait_for(Duration::from_secs(20));
     let n = ran.load(SeqCst);
-    if waited.is_err() || n != 16 {
+    if waited.is_err() || n != 16 || took != Ok(Some(flock::Yield::Executed)) {
         // Dropping the pool would wait for the lost tasks for ever.
         std::mem::forget(pool);
-        panic!("wait_for: {waited:?}; {n} of the batch's 16 tasks ran");
+        panic!(
+            "wait_for: {waited:?}; {n} of the batch's 16 tasks ran; \
+             T's yield_now: {took:?} (it should have taken the batch up)"
+        );
     }
 }
