@@ -559,7 +559,9 @@ impl WorkerThread {
                 reg.release_bundle(bundle);
             }
         }
-        let mut moved = Vec::new();
+        // The second of two jobs we claimed from a ring, first (`run_claimed`): it may be kept
+        // from a pause there, which `take_all_kept` then hands over.
+        let mut moved = self.run_claimed();
         // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
         moved.extend(self.take_all_kept());
         for (lane, local) in self.locals.iter().enumerate() {
@@ -579,6 +581,28 @@ impl WorkerThread {
         // task we finished last may have been the one they wait for; loom found that a
         // retiring worker skipping this left `wait` asleep forever).
         self.go_idle();
+    }
+
+    /// Retiring, not paused: the second of two jobs we claimed from a ring (`took_two`; the
+    /// one job from outside, flag `INJECTED`, that a deque of ours can hold), if no thief took
+    /// it, runs here before we leave. Handed over it would wait on the lane's injector behind
+    /// its submitter's later jobs, which the workers that stay take from the ring first
+    /// ("FIFO within a lane"; `tests/fifo.rs`). If a pause landed, `execute_unless_paused`
+    /// keeps it, and it goes over with the kept jobs. Every other job of our deque (one-lane
+    /// pools: the claim is theirs), and what the run spawns, is returned for the hand-over,
+    /// in the order `hand_over_work` would have popped it.
+    fn run_claimed(&self) -> Vec<(Job, usize)> {
+        let mut spawned = Vec::new();
+        if self.locals.len() == 1 {
+            while let Some(job) = self.locals[0].pop() {
+                if job.flags() & INJECTED != 0 {
+                    self.execute_unless_paused(job, 0);
+                } else {
+                    spawned.push((job, 0));
+                }
+            }
+        }
+        spawned
     }
 
     /// Every job we keep from a pause, for a worker that leaves: to their lanes' shared

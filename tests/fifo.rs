@@ -3,7 +3,8 @@
 //! never a batch that would wait behind its own long task while idle workers take younger
 //! tasks; from a batch's bundle too, whose rest waits on the front of the shared queue. The
 //! one exception, two tasks claimed at once from a ring the worker holds, leaves the second
-//! where any worker can take it (the last test).
+//! where any worker can take it, and its worker runs it if a shrink retires it first (the
+//! last two tests).
 //! And FIFO spawns from a worker: each trigger runs or drops a task of its own kind.
 mod common;
 
@@ -358,5 +359,83 @@ fn a_task_blocking_on_its_submitters_next_task_does_not_hang() {
             pool.wait().unwrap();
         }
         pool.shutdown().unwrap();
+    });
+}
+
+/// A worker that claimed two tasks from a ring and retires (a shrink) after the first, with
+/// the second still on its deque, runs the second before it leaves. Handed over with its
+/// deque, the second waited on the lane's injector, and the worker that stays took the
+/// submitter's later tasks from the ring before it. Worker 0 is held in a broadcast call
+/// until worker 1 has left (its stop hook, which runs after the hand-over), so nobody steals
+/// the second; the first of the two asks for the shrink itself.
+#[test]
+fn a_claimed_task_starts_before_later_ones_when_its_worker_retires() {
+    use std::sync::mpsc;
+    const ROUNDS: usize = 1_000;
+    watchdog(60, "a claimed task's worker retiring", || {
+        for round in 0..ROUNDS {
+            let (left_tx, left) = mpsc::channel::<()>();
+            let left_tx = Mutex::new(left_tx);
+            let pool = Arc::new(
+                Pool::builder()
+                    .workers(2)
+                    .max_workers(2)
+                    .on_worker_stop(move |i| {
+                        if i == 1 {
+                            left_tx.lock().unwrap().send(()).unwrap();
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            );
+            // Worker 0 held until worker 1 has left.
+            let (held, hold) = (Gate::new(), Gate::new());
+            let holder = {
+                let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
+                std::thread::spawn(move || {
+                    pool.broadcast(|i| {
+                        if i == 0 {
+                            held.open();
+                            hold.wait();
+                        }
+                    })
+                })
+            };
+            held.wait();
+            // Worker 1 takes B from our ring (and so holds the ring) and waits in it while
+            // the rest is queued behind it.
+            let (b_started, go) = (Gate::new(), Gate::new());
+            {
+                let (b_started, go) = (b_started.clone(), go.clone());
+                pool.submit(move || {
+                    b_started.open();
+                    go.wait();
+                })
+                .unwrap();
+            }
+            b_started.wait();
+            let order = Arc::new(Mutex::new(Vec::new()));
+            for i in 1..=6 {
+                let (order, p) = (order.clone(), Arc::downgrade(&pool));
+                pool.submit(move || {
+                    order.lock().unwrap().push(i);
+                    if i == 1 {
+                        // Worker 1 claimed tasks 1 and 2 at once: it retires after this one.
+                        p.upgrade().unwrap().resize(1).unwrap();
+                    }
+                })
+                .unwrap();
+            }
+            go.open();
+            left.recv().unwrap();
+            hold.open();
+            holder.join().unwrap();
+            pool.wait().unwrap();
+            assert_eq!(
+                *order.lock().unwrap(),
+                [1, 2, 3, 4, 5, 6],
+                "round {round}: start order"
+            );
+        }
     });
 }
