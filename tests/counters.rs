@@ -53,7 +53,20 @@ fn batch_from_a_task_whose_iterator_panics_adds_up() {
         30,
         "submit_batch with a panicking iterator, from a task",
         || {
-            let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+            // The task's panic, by message: the iterator's, not the `unreachable!` after it.
+            let panics = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen = panics.clone();
+            let pool = Arc::new(
+                Pool::builder()
+                    .workers(2)
+                    .panic_handler(move |p| {
+                        seen.lock()
+                            .unwrap()
+                            .push(p.message().unwrap_or("?").to_string())
+                    })
+                    .build()
+                    .unwrap(),
+            );
             let ran = Arc::new(AtomicUsize::new(0));
             let (inner, counter) = (pool.clone(), ran.clone());
             pool.submit(move || {
@@ -75,6 +88,7 @@ fn batch_from_a_task_whose_iterator_panics_adds_up() {
                 (s.submitted, s.completed, s.panicked, s.in_flight),
                 (6, 5, 1, 0)
             );
+            assert_eq!(*panics.lock().unwrap(), ["iterator gives up at 5"]);
         },
     );
 }
