@@ -160,6 +160,8 @@ impl Drop for WaitAsync<'_> {
 pub struct GroupWaitAsync<'a> {
     group: &'a TaskGroup,
     id: Option<u64>,
+    /// The group's epoch when a poll first found tasks unfinished (`TaskGroup::poll_idle`).
+    epoch: Option<u64>,
 }
 
 impl fmt::Debug for GroupWaitAsync<'_> {
@@ -173,7 +175,7 @@ impl Future for GroupWaitAsync<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        this.group.poll_idle(&mut this.id, cx)
+        this.group.poll_idle(&mut this.id, &mut this.epoch, cx)
     }
 }
 
@@ -308,6 +310,7 @@ impl TaskGroup {
         GroupWaitAsync {
             group: self,
             id: None,
+            epoch: None,
         }
     }
 }

@@ -10,7 +10,7 @@
 use crate::latch::{self, Latch, Owner};
 use crate::registry::{Admission, Registry};
 use crate::spawn::{spawn_admitted, spawn_job, JoinHandle};
-use crate::sync::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{canary, Arc, AtomicU64, AtomicUsize, Canary, Condvar, Mutex, Ordering};
 use crate::sys::frames;
 use crate::wakers::RoomWakers;
 use crate::{LaneId, Pool, RejectReason, SubmitError};
@@ -149,13 +149,15 @@ pub struct TaskGroup {
 }
 
 struct GroupState {
-    /// Tasks of the group not yet finished. A task's unit is taken before it can run and
-    /// given back (by its `Ticket`) after its closure ended or was dropped.
-    pending: AtomicUsize,
+    /// Tasks of the group not yet finished, with the number of times that count went to
+    /// zero (its epoch, see [`Pending`]). A task's unit is taken before it can run and given
+    /// back (by its `Ticket`) after its closure ended or was dropped.
+    pending: AtomicU64,
     /// Tasks that panicked since the last wait that reported them.
     panicked: AtomicUsize,
-    /// Waiters without a time limit, each with its own one-shot latch; emptied (and every
-    /// latch set) by the task that brings `pending` to zero.
+    /// Waiters without a time limit, each with its own one-shot latch and the epoch it
+    /// began in; a task that brings `pending` to zero takes out (and sets the latch of)
+    /// every waiter whose epoch has ended.
     waiters: Mutex<Vec<CellArc<Waiter>>>,
     /// Waiters with a time limit sleep here, under `waiters`' lock.
     timed: Condvar,
@@ -173,6 +175,45 @@ struct GroupState {
 struct Waiter {
     latch: Latch,
     owner: Owner,
+    /// The epoch of `pending` when the wait listed itself, with tasks unfinished: the zero
+    /// that ends this epoch is the one the wait waits for.
+    epoch: u64,
+}
+
+/// `GroupState::pending` read apart: the low `COUNT_BITS` bits count the unfinished tasks;
+/// the bits above are the epoch, which the decrement that brings the count to zero advances
+/// in the same atomic step. So a zero is tied to the waits that began before it: a wait that
+/// saw the count above zero in epoch `e` is woken by whoever ends epoch `e`, and not by the
+/// finisher of an earlier zero that takes the `waiters` lock late.
+#[derive(Clone, Copy)]
+struct Pending(u64);
+
+impl Pending {
+    /// 2^40 unfinished tasks: more than any memory holds (each is a queued job).
+    const COUNT_BITS: u32 = 40;
+    const ONE: u64 = 1;
+    const EPOCH_ONE: u64 = 1 << Self::COUNT_BITS;
+    const COUNT_MASK: u64 = Self::EPOCH_ONE - 1;
+
+    fn count(self) -> u64 {
+        self.0 & Self::COUNT_MASK
+    }
+
+    /// Compared for equality only: it wraps after 2^24 zeros, and a wait is woken by the
+    /// first finisher after its epoch ended.
+    fn epoch(self) -> u64 {
+        self.0 >> Self::COUNT_BITS
+    }
+
+    /// One task fewer; the last one also advances the epoch.
+    fn finish_one(self) -> Pending {
+        debug_assert!(self.count() != 0, "flock: a group's count went below zero");
+        if self.count() == 1 {
+            Pending((self.0 & !Self::COUNT_MASK).wrapping_add(Self::EPOCH_ONE))
+        } else {
+            Pending(self.0 - Self::ONE)
+        }
+    }
 }
 
 struct Handles {
@@ -297,12 +338,36 @@ impl<F> Drop for GroupTask<F> {
 impl GroupState {
     /// A task of the group finished; the last one opens every waiter.
     fn task_done(&self) {
-        // AcqRel: the last decrement acquires every task's writes (their Release decrements)
-        // and releases them to the waiter, which reads the count with Acquire or through a
-        // latch set after this.
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // AcqRel: the last decrement acquires every task's writes (their Release decrements,
+        // all read-modify-writes of one release sequence) and releases them to the waiter,
+        // which reads the count with Acquire or through a latch set after this. A CAS, not a
+        // `fetch_sub`: the last one advances the epoch in the same step (`Pending`).
+        let mut cur = self.pending.load(Ordering::Relaxed);
+        loop {
+            let next = Pending(cur).finish_one();
+            match self.pending.compare_exchange_weak(
+                cur,
+                next.0,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        if Pending(cur).count() == 1 {
             self.transition_to_idle();
         }
+    }
+
+    /// A snapshot of `pending`; Acquire where a zero read must carry the tasks' writes.
+    fn pending(&self, order: Ordering) -> Pending {
+        Pending(self.pending.load(order))
+    }
+
+    /// Unfinished tasks now; Relaxed, as a hint or where the caller orders the read itself.
+    fn unfinished(&self) -> u64 {
+        self.pending(Ordering::Relaxed).count()
     }
 
     /// `pending` reached zero: wakes whoever waits (see docs/protocol.md, "Task groups").
@@ -311,7 +376,16 @@ impl GroupState {
         let waiters = {
             let mut list = self.waiters.lock();
             self.timed.notify_all();
-            std::mem::take(&mut *list)
+            // Under the lock, after our decrement: the epoch we read is ours or later. A
+            // waiter listed in an epoch that has ended saw its zero (ours or a later one);
+            // one listed in the epoch now current began after that zero and waits for the
+            // next (its finisher takes this lock after us and reads a later epoch).
+            let now = self.pending(Ordering::Relaxed).epoch();
+            let (ended, current): (Vec<_>, Vec<_>) = std::mem::take(&mut *list)
+                .into_iter()
+                .partition(|w: &CellArc<Waiter>| w.epoch != now || canary(Canary::Epoch));
+            *list = current;
+            ended
         };
         for w in waiters {
             // `w` (an `Arc`) keeps the latch and owner alive through the call.
@@ -335,7 +409,7 @@ impl TaskGroup {
     pub fn new(pool: &Pool) -> TaskGroup {
         TaskGroup {
             state: CellArc::new(GroupState {
-                pending: AtomicUsize::new(0),
+                pending: AtomicU64::new(0),
                 panicked: AtomicUsize::new(0),
                 waiters: Mutex::new(Vec::new()),
                 timed: Condvar::new(),
@@ -466,7 +540,15 @@ impl TaskGroup {
     fn wrap<F: FnOnce() + Send + 'static>(&self, task: F) -> impl FnOnce() + Send + 'static {
         // Relaxed: the unit is ours until the task ends; a waiter that reads the count before
         // this increment does not wait for this task, which spawning concurrently allows.
-        self.state.pending.fetch_add(1, Ordering::Relaxed);
+        let before = Pending(
+            self.state
+                .pending
+                .fetch_add(Pending::ONE, Ordering::Relaxed),
+        );
+        assert!(
+            before.count() < Pending::COUNT_MASK,
+            "flock: a task group holds 2^40 unfinished tasks"
+        );
         let task = GroupTask::new(task, Ticket(self.state.clone()));
         move || task.run()
     }
@@ -508,7 +590,7 @@ impl TaskGroup {
     pub fn wait(&self) -> Result<(), GroupError> {
         self.refuse_from_own_task()?;
         // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
-        if self.state.pending.load(Ordering::Acquire) != 0 {
+        if self.state.pending(Ordering::Acquire).count() != 0 {
             self.wait_cold();
         }
         self.take_result()
@@ -516,19 +598,23 @@ impl TaskGroup {
 
     #[cold]
     fn wait_cold(&self) {
-        let waiter = CellArc::new(Waiter {
-            latch: Latch::new(),
-            owner: Owner::current(&self.registry),
-        });
-        {
+        let owner = Owner::current(&self.registry);
+        let waiter = {
             let mut list = self.state.waiters.lock();
             // Under the lock that `transition_to_idle` takes after its decrement: either that
             // decrement is seen here, or the list (with us in it) is seen there.
-            if self.state.pending.load(Ordering::Acquire) == 0 {
+            let now = self.state.pending(Ordering::Acquire);
+            if now.count() == 0 {
                 return;
             }
+            let waiter = CellArc::new(Waiter {
+                latch: Latch::new(),
+                owner,
+                epoch: now.epoch(),
+            });
             list.push(waiter.clone());
-        }
+            waiter
+        };
         // On a worker (of this pool or another) its pool's tasks run here meanwhile.
         latch::wait(&waiter.latch);
     }
@@ -554,12 +640,21 @@ impl TaskGroup {
         {
             let mut list = self.state.waiters.lock();
             // Acquire, under the lock: as in `wait_cold`; `transition_to_idle` notifies under
-            // this lock after its decrement, so a zero is either seen here or notified.
-            while self.state.pending.load(Ordering::Acquire) != 0 {
-                if !self.state.timed.wait_until(&mut list, deadline)
-                    && self.state.pending.load(Ordering::Acquire) != 0
-                {
-                    return Err(GroupError::Timeout);
+            // this lock after its decrement, so a zero is either seen here or notified. A
+            // later epoch means the count was zero since this read, as good as a zero seen
+            // (and the only sign of one that a spawn undid before we looked); its read still
+            // acquires that zero's CAS, the spawns since being RMWs of its release sequence.
+            let start = self.state.pending(Ordering::Acquire);
+            let idle_since = |now: Pending| now.count() == 0 || now.epoch() != start.epoch();
+            if start.count() != 0 {
+                loop {
+                    let woken = self.state.timed.wait_until(&mut list, deadline);
+                    if idle_since(self.state.pending(Ordering::Acquire)) {
+                        break;
+                    }
+                    if !woken {
+                        return Err(GroupError::Timeout);
+                    }
                 }
             }
         }
@@ -574,7 +669,7 @@ impl TaskGroup {
     fn refuse_from_own_task(&self) -> Result<(), GroupError> {
         // Relaxed: a task of ours running here holds a unit of `pending`, which this thread
         // took or saw taken before the task started, so it reads non-zero.
-        if self.state.pending.load(Ordering::Relaxed) != 0 && InGroup::here(&self.state) {
+        if self.state.unfinished() != 0 && InGroup::here(&self.state) {
             return Err(GroupError::WouldDeadlock);
         }
         Ok(())
@@ -672,8 +767,9 @@ impl TaskGroup {
     /// assert_eq!(group.unfinished(), 0);
     /// ```
     pub fn unfinished(&self) -> usize {
-        // Relaxed: a snapshot for a reader; it orders nothing.
-        self.state.pending.load(Ordering::Relaxed)
+        // Relaxed: a snapshot for a reader; it orders nothing. The count fits: each task is
+        // a job in memory.
+        usize::try_from(self.state.unfinished()).unwrap_or(usize::MAX)
     }
 }
 
@@ -683,7 +779,7 @@ impl Drop for TaskGroup {
     fn drop(&mut self) {
         // Acquire: as `wait`'s first read, pairs with the last task's AcqRel decrement, so
         // the tasks' writes are visible once the drop returned.
-        if self.state.pending.load(Ordering::Acquire) != 0 {
+        if self.state.pending(Ordering::Acquire).count() != 0 {
             self.wait_on_drop();
         }
     }
@@ -734,22 +830,29 @@ impl TaskGroup {
     }
 
     /// `wait` as a future's poll: ready with the wait's result once nothing of the group is
-    /// unfinished; else `cx`'s waker is stored under `*id` and woken by the task that brings
-    /// the count to zero.
+    /// unfinished, or once the count has been zero since an earlier poll found it was not
+    /// (its epoch, kept in `*epoch`, moved on); else `cx`'s waker is stored under `*id` and
+    /// woken by the task that brings the count to zero.
     pub(crate) fn poll_idle(
         &self,
         id: &mut Option<u64>,
+        epoch: &mut Option<u64>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<(), GroupError>> {
         use std::task::Poll;
         self.refuse_from_own_task()?;
+        let idle = |now: Pending, epoch: &Option<u64>| {
+            now.count() == 0 || epoch.is_some_and(|e| e != now.epoch())
+        };
         // Acquire: pairs with the last task's AcqRel decrement (see `task_done`).
-        if self.state.pending.load(Ordering::Acquire) != 0 {
+        if !idle(self.state.pending(Ordering::Acquire), epoch) {
             self.state.async_waiters.register(id, cx.waker());
             // Under the lock `transition_to_idle` takes after its decrement: either the zero
             // is seen here, or that call's `wake_all` (after its lock) sees our waker.
             let list = self.state.waiters.lock();
-            if self.state.pending.load(Ordering::Acquire) != 0 {
+            let now = self.state.pending(Ordering::Acquire);
+            if !idle(now, epoch) {
+                epoch.get_or_insert(now.epoch());
                 return Poll::Pending;
             }
             drop(list);

@@ -1126,6 +1126,34 @@ fn loom_group_task_racing_the_waits_park() {
     });
 }
 
+/// A task group's wait that begins after the count went to zero and rose again: the worker
+/// finishes the first task (its count's zero) while the main thread spawns a second and
+/// waits. The finisher of the first zero wakes only waits that began before it; a wake from
+/// it to the later wait returns that wait before the second task ran.
+#[test]
+fn loom_a_group_wait_after_a_zero_waits_for_the_next_task() {
+    model(
+        "loom_a_group_wait_after_a_zero_waits_for_the_next_task",
+        || {
+            let pool = pool(1);
+            let group = crate::TaskGroup::new(&pool);
+            group.spawn(|| ());
+            let ran = counter();
+            let r = ran.clone();
+            group.spawn(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            group.wait().unwrap();
+            assert_eq!(
+                ran.load(Ordering::SeqCst),
+                1,
+                "the wait returned before its task ran"
+            );
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A task group's `cancel` racing a wait that prunes the group's handles, on a paused pool (so
 /// the task spawned is still queued when `cancel` comes): a second thread waits on the group
 /// (and prunes as its wait returns) while the main thread spawns one task into it and

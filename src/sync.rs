@@ -281,6 +281,8 @@ pub(crate) enum Canary {
     Chain,
     /// `claim`: the second of two jobs claimed from a ring at once is announced as a push.
     Claim,
+    /// `epoch`: a task group's zero wakes only the waits that began before it.
+    Epoch,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -303,9 +305,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "era" => Canary::Era,
             "chain" => Canary::Chain,
             "claim" => Canary::Claim,
+            "epoch" => Canary::Epoch,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch)"
             ),
         })
     });

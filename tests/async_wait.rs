@@ -177,6 +177,36 @@ fn group_wait_async_is_woken_by_the_last_task_and_reports_panics() {
     });
 }
 
+/// A zero the future did not see, because a spawn raised the count again before the next
+/// poll, still ends its wait: the wait covered a moment when the group was idle. The next
+/// wait waits for the new task.
+#[test]
+fn group_wait_async_is_ready_after_a_zero_it_polled_too_late_to_see() {
+    watchdog(30, "group wait_async after a missed zero", || {
+        let pool = flock::Pool::builder().workers(2).build().unwrap();
+        let group = TaskGroup::new(&pool);
+        let first = common::Gate::new();
+        let f = first.clone();
+        group.spawn(move || f.wait());
+        let (wakes, waker) = counting();
+        let mut waiting = group.wait_async();
+        assert!(poll_once(&mut waiting, &waker).is_pending());
+        first.open();
+        eventually(|| group.unfinished() == 0);
+        let second = common::Gate::new();
+        let s = second.clone();
+        group.spawn(move || s.wait());
+        assert_eq!(group.unfinished(), 1, "the second task is held by its gate");
+        assert_eq!(poll_once(&mut waiting, &waker), Poll::Ready(Ok(())));
+        // The finisher wakes the future after its CAS, so perhaps after the poll above.
+        eventually(|| wakes.wakes.load(Ordering::SeqCst) >= 1);
+        let mut next = group.wait_async();
+        assert!(poll_once(&mut next, &waker).is_pending());
+        second.open();
+        assert_eq!(block_on(next, &waker), Ok(()));
+    });
+}
+
 #[test]
 fn group_wait_async_from_its_own_task_would_deadlock() {
     watchdog(30, "group wait_async inside", || {
