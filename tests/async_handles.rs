@@ -2,6 +2,8 @@
 //! `spawn_async`): with a minimal hand-written executor (no runtime at all). The same with
 //! tokio is in `integration/tests/async_tokio.rs` (tokio is no dev-dependency of the crate).
 
+mod common;
+
 use flock::{Backpressure, JoinError, Pool, RejectReason};
 use std::future::Future;
 use std::pin::pin;
@@ -10,7 +12,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A waker that counts its wakes and unparks the thread that made it.
 struct Unpark {
@@ -122,25 +124,30 @@ fn a_panic_surfaces_as_join_error() {
 
 #[test]
 fn polling_never_blocks_and_the_waker_is_woken_once_the_task_ends() {
-    let (pool, go) = busy_pool();
-    let mut handle = pool.spawn(|| "done");
-    let flag = Unpark::new();
-    let waker = Waker::from(flag.clone());
-    let start = Instant::now();
-    for _ in 0..3 {
-        assert!(poll_once(&mut handle, &waker).is_pending());
-    }
-    assert!(start.elapsed() < Duration::from_secs(1), "a poll blocked");
-    assert_eq!(flag.wakes(), 0);
-    go.send(()).unwrap();
-    while flag.wakes() == 0 {
-        thread::park_timeout(Duration::from_millis(100));
-    }
-    assert_eq!(flag.wakes(), 1, "one wake for one set");
-    assert!(matches!(
-        poll_once(&mut handle, &waker),
-        Poll::Ready(Ok("done"))
-    ));
+    common::watchdog(
+        30,
+        "polling_never_blocks_and_the_waker_is_woken_once_the_task_ends",
+        || {
+            let (pool, go) = busy_pool();
+            let mut handle = pool.spawn(|| "done");
+            let flag = Unpark::new();
+            let waker = Waker::from(flag.clone());
+            // A poll that blocked would wait for `go`, sent below: the watchdog calls that a hang.
+            for _ in 0..3 {
+                assert!(poll_once(&mut handle, &waker).is_pending());
+            }
+            assert_eq!(flag.wakes(), 0);
+            go.send(()).unwrap();
+            while flag.wakes() == 0 {
+                thread::park_timeout(Duration::from_millis(100));
+            }
+            assert_eq!(flag.wakes(), 1, "one wake for one set");
+            assert!(matches!(
+                poll_once(&mut handle, &waker),
+                Poll::Ready(Ok("done"))
+            ));
+        },
+    );
 }
 
 #[test]
@@ -248,35 +255,40 @@ impl Drop for DropCount {
     }
 }
 
+/// Parks until `flag`'s waker was woken; a wake that never comes is the watchdog's hang.
 fn wait_for_wake(flag: &Unpark) {
-    let start = Instant::now();
     while flag.wakes() == 0 {
-        assert!(start.elapsed() < Duration::from_secs(10), "never woken");
         thread::park_timeout(Duration::from_millis(50));
     }
 }
 
 #[test]
 fn submit_async_waits_for_room_where_submit_is_refused() {
-    let (pool, go) = full_pool(Backpressure::Reject);
-    assert_eq!(pool.submit(|| ()).unwrap_err().reason(), RejectReason::Full);
-    let ran = Arc::new(AtomicBool::new(false));
-    let r = ran.clone();
-    let mut fut = pool.submit_async(move || r.store(true, Ordering::SeqCst));
-    let flag = Unpark::new();
-    let waker = Waker::from(flag.clone());
-    assert!(poll_once(&mut fut, &waker).is_pending());
-    assert_eq!(flag.wakes(), 0);
-    go.send(()).unwrap(); // the worker starts the queued task: room
-    wait_for_wake(&flag);
-    assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
-    pool.wait().unwrap();
-    assert!(ran.load(Ordering::SeqCst));
-    if cfg!(feature = "stats") {
-        // Refusal counters exist with the `metrics` feature only.
-        let stats = pool.stats();
-        assert_eq!(stats.rejected_full, 1, "waiting is not counted as refusals");
-    }
+    common::watchdog(
+        30,
+        "submit_async_waits_for_room_where_submit_is_refused",
+        || {
+            let (pool, go) = full_pool(Backpressure::Reject);
+            assert_eq!(pool.submit(|| ()).unwrap_err().reason(), RejectReason::Full);
+            let ran = Arc::new(AtomicBool::new(false));
+            let r = ran.clone();
+            let mut fut = pool.submit_async(move || r.store(true, Ordering::SeqCst));
+            let flag = Unpark::new();
+            let waker = Waker::from(flag.clone());
+            assert!(poll_once(&mut fut, &waker).is_pending());
+            assert_eq!(flag.wakes(), 0);
+            go.send(()).unwrap(); // the worker starts the queued task: room
+            wait_for_wake(&flag);
+            assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
+            pool.wait().unwrap();
+            assert!(ran.load(Ordering::SeqCst));
+            if cfg!(feature = "stats") {
+                // Refusal counters exist with the `metrics` feature only.
+                let stats = pool.stats();
+                assert_eq!(stats.rejected_full, 1, "waiting is not counted as refusals");
+            }
+        },
+    );
 }
 
 /// A submitter that found the queue full is woken at the low-water mark, `capacity -
@@ -286,71 +298,78 @@ fn submit_async_waits_for_room_where_submit_is_refused() {
 /// the workers (~600 times a `cpu-1us` run), for a few tasks at a time.
 #[test]
 fn a_waiting_submit_is_woken_at_the_low_water_mark() {
-    // `max_workers(2)`: workers give back each start at once (`capacity / (32 × 2)` = 1).
-    let pool = Pool::builder()
-        .workers(1)
-        .max_workers(2)
-        .capacity(64)
-        .build()
-        .unwrap();
-    // Task i tells that it started, then waits for its go.
-    let (started_tx, started) = mpsc::channel::<usize>();
-    let mut gos = Vec::new();
-    for i in 0..=64 {
-        let (go_tx, go) = mpsc::channel::<()>();
-        gos.push(go_tx);
-        let started_tx = started_tx.clone();
-        pool.submit(move || {
-            started_tx.send(i).unwrap();
-            go.recv().unwrap();
-        })
-        .unwrap();
-        if i == 0 {
-            // The worker holds task 0; tasks 1-64 fill the queue.
-            assert_eq!(started.recv().unwrap(), 0);
-        }
-    }
-    let mut fut = pool.submit_async(|| ());
-    let flag = Unpark::new();
-    let waker = Waker::from(flag.clone());
-    assert!(
-        poll_once(&mut fut, &waker).is_pending(),
-        "the queue is full"
+    common::watchdog(
+        30,
+        "a_waiting_submit_is_woken_at_the_low_water_mark",
+        || {
+            // `max_workers(2)`: workers give back each start at once (`capacity / (32 × 2)` = 1).
+            let pool = Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .capacity(64)
+                .build()
+                .unwrap();
+            // Task i tells that it started, then waits for its go.
+            let (started_tx, started) = mpsc::channel::<usize>();
+            let mut gos = Vec::new();
+            for i in 0..=64 {
+                let (go_tx, go) = mpsc::channel::<()>();
+                gos.push(go_tx);
+                let started_tx = started_tx.clone();
+                pool.submit(move || {
+                    started_tx.send(i).unwrap();
+                    go.recv().unwrap();
+                })
+                .unwrap();
+                if i == 0 {
+                    // The worker holds task 0; tasks 1-64 fill the queue.
+                    assert_eq!(started.recv().unwrap(), 0);
+                }
+            }
+            let mut fut = pool.submit_async(|| ());
+            let flag = Unpark::new();
+            let waker = Waker::from(flag.clone());
+            assert!(
+                poll_once(&mut fut, &waker).is_pending(),
+                "the queue is full"
+            );
+            for (i, go) in gos.iter().enumerate().take(2) {
+                go.send(()).unwrap();
+                // Task i + 1 has started: its unit of capacity was given back before it ran.
+                assert_eq!(started.recv().unwrap(), i + 1);
+                assert_eq!(flag.wakes(), 0, "woken with {} of 64 queued", 63 - i);
+            }
+            gos[2].send(()).unwrap();
+            assert_eq!(started.recv().unwrap(), 3);
+            wait_for_wake(&flag);
+            assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
+            for go in &gos[3..] {
+                go.send(()).unwrap();
+            }
+            pool.wait().unwrap();
+            assert_eq!(pool.stats().completed, 66);
+        },
     );
-    for (i, go) in gos.iter().enumerate().take(2) {
-        go.send(()).unwrap();
-        // Task i + 1 has started: its unit of capacity was given back before it ran.
-        assert_eq!(started.recv().unwrap(), i + 1);
-        assert_eq!(flag.wakes(), 0, "woken with {} of 64 queued", 63 - i);
-    }
-    gos[2].send(()).unwrap();
-    assert_eq!(started.recv().unwrap(), 3);
-    wait_for_wake(&flag);
-    assert!(matches!(poll_once(&mut fut, &waker), Poll::Ready(Ok(()))));
-    for go in &gos[3..] {
-        go.send(()).unwrap();
-    }
-    pool.wait().unwrap();
-    assert_eq!(pool.stats().completed, 66);
 }
 
 #[test]
 fn submit_async_never_blocks_under_block() {
-    let (pool, go) = full_pool(Backpressure::Block);
-    let mut fut = pool.submit_async(|| ());
-    let start = Instant::now();
-    assert!(poll_once(&mut fut, &Waker::from(Unpark::new())).is_pending());
-    assert!(start.elapsed() < Duration::from_secs(1), "the poll blocked");
-    let releaser = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(20));
-        go.send(()).unwrap();
+    common::watchdog(30, "submit_async_never_blocks_under_block", || {
+        let (pool, go) = full_pool(Backpressure::Block);
+        let mut fut = pool.submit_async(|| ());
+        // A poll that blocked would wait for `go`, sent below: the watchdog calls that a hang.
+        assert!(poll_once(&mut fut, &Waker::from(Unpark::new())).is_pending());
+        let releaser = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            go.send(()).unwrap();
+        });
+        let (result, polls) = block_on(fut);
+        result.unwrap();
+        assert!(polls <= 10, "{polls} polls: woken without room too often");
+        releaser.join().unwrap();
+        pool.wait().unwrap();
+        assert_eq!(pool.stats().completed, 3);
     });
-    let (result, polls) = block_on(fut);
-    result.unwrap();
-    assert!(polls <= 10, "{polls} polls: woken without room too often");
-    releaser.join().unwrap();
-    pool.wait().unwrap();
-    assert_eq!(pool.stats().completed, 3);
 }
 
 #[test]
@@ -369,26 +388,32 @@ fn dropping_a_waiting_submit_drops_the_task_unrun() {
 
 #[test]
 fn shutdown_wakes_a_waiting_submit_and_hands_the_task_back() {
-    let (pool, go) = full_pool(Backpressure::Block);
-    let pool = Arc::new(pool);
-    let (tx, rx) = mpsc::channel();
-    let mut fut = pool.submit_async(move || tx.send(5).unwrap());
-    let flag = Unpark::new();
-    let waker = Waker::from(flag.clone());
-    assert!(poll_once(&mut fut, &waker).is_pending());
-    let p = pool.clone();
-    let closer = thread::spawn(move || p.shutdown().unwrap());
-    wait_for_wake(&flag);
-    match poll_once(&mut fut, &waker) {
-        Poll::Ready(Err(refused)) => {
-            assert_eq!(refused.reason(), RejectReason::Shutdown);
-            refused.into_inner()(); // handed back unrun: run it here
-            assert_eq!(rx.recv().unwrap(), 5);
-        }
-        other => panic!("{:?}", other.map(|r| r.map_err(|e| e.reason()))),
-    }
-    go.send(()).unwrap();
-    closer.join().unwrap();
+    common::watchdog(
+        30,
+        "shutdown_wakes_a_waiting_submit_and_hands_the_task_back",
+        || {
+            let (pool, go) = full_pool(Backpressure::Block);
+            let pool = Arc::new(pool);
+            let (tx, rx) = mpsc::channel();
+            let mut fut = pool.submit_async(move || tx.send(5).unwrap());
+            let flag = Unpark::new();
+            let waker = Waker::from(flag.clone());
+            assert!(poll_once(&mut fut, &waker).is_pending());
+            let p = pool.clone();
+            let closer = thread::spawn(move || p.shutdown().unwrap());
+            wait_for_wake(&flag);
+            match poll_once(&mut fut, &waker) {
+                Poll::Ready(Err(refused)) => {
+                    assert_eq!(refused.reason(), RejectReason::Shutdown);
+                    refused.into_inner()(); // handed back unrun: run it here
+                    assert_eq!(rx.recv().unwrap(), 5);
+                }
+                other => panic!("{:?}", other.map(|r| r.map_err(|e| e.reason()))),
+            }
+            go.send(()).unwrap();
+            closer.join().unwrap();
+        },
+    );
 }
 
 #[test]
