@@ -265,6 +265,44 @@ fn stress_many_threads_spawning_and_waiting() {
     });
 }
 
+/// Threads sharing one group, each spawning its own tasks and waiting: every wait returns
+/// with the caller's own tasks run, whatever zeros the others' tasks made just before it
+/// began (a finisher of an earlier zero must not end a later wait:
+/// `loom_a_group_wait_after_a_zero_waits_for_the_next_task` is the model of that race).
+#[test]
+fn threads_sharing_a_group_each_find_their_own_tasks_run_after_a_wait() {
+    watchdog(120, "shared group stress", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let group = Arc::new(TaskGroup::new(&pool));
+        let rounds = if cfg!(miri) { 5 } else { 3_000 };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let group = group.clone();
+                std::thread::spawn(move || {
+                    for round in 0..rounds {
+                        let ran = count();
+                        for _ in 0..1 + round % 3 {
+                            let r = ran.clone();
+                            group.spawn(move || {
+                                r.fetch_add(1, Ordering::SeqCst);
+                            });
+                        }
+                        group.wait().unwrap();
+                        assert_eq!(
+                            ran.load(Ordering::SeqCst),
+                            1 + round % 3,
+                            "round {round}: the wait returned before this thread's tasks ran"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
 /// A wait on a group from one of its own tasks would wait for that task: refused at once
 /// with `WouldDeadlock`, on a worker (the task's code) and off the workers (the caller
 /// running it under `CallerRuns`), for both waits; a wait on another group, or on an inner
