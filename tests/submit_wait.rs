@@ -121,6 +121,45 @@ fn wait_in_a_loop_never_returns_with_work_outstanding() {
     });
 }
 
+/// Threads sharing a pool, each submitting its own tasks and waiting: every wait returns
+/// with the caller's own tasks run, whatever quiet moments the others' tasks made just
+/// before it began (the task-group form of this race is
+/// `threads_sharing_a_group_each_find_their_own_tasks_run_after_a_wait`).
+#[test]
+fn threads_sharing_a_pool_each_find_their_own_tasks_run_after_a_wait() {
+    watchdog(120, "shared pool wait stress", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let rounds = if cfg!(miri) { 5 } else { 3_000 };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    for round in 0..rounds {
+                        let done = Arc::new(AtomicUsize::new(0));
+                        let n = 1 + round % 3;
+                        for _ in 0..n {
+                            let done = done.clone();
+                            pool.submit(move || {
+                                done.fetch_add(1, Ordering::SeqCst);
+                            })
+                            .unwrap();
+                        }
+                        pool.wait().unwrap();
+                        assert_eq!(
+                            done.load(Ordering::SeqCst),
+                            n,
+                            "round {round}: the wait returned before this thread's tasks ran"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
 #[test]
 fn pool_is_usable_after_wait_and_reports_its_shape() {
     let pool = Pool::builder().workers(3).capacity(100).build().unwrap();
