@@ -15,6 +15,25 @@ fn count() -> Arc<AtomicUsize> {
     Arc::new(AtomicUsize::new(0))
 }
 
+/// Polls `f` on this thread until ready, parking between polls (woken by its waker).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
 #[test]
 fn wait_covers_the_groups_tasks_and_not_the_pools_others() {
     watchdog(30, "group wait ignores other tasks", || {
@@ -265,10 +284,11 @@ fn stress_many_threads_spawning_and_waiting() {
     });
 }
 
-/// Threads sharing one group, each spawning its own tasks and waiting: every wait returns
-/// with the caller's own tasks run, whatever zeros the others' tasks made just before it
-/// began (a finisher of an earlier zero must not end a later wait:
-/// `loom_a_group_wait_after_a_zero_waits_for_the_next_task` is the model of that race).
+/// Threads sharing one group, each spawning its own tasks and waiting (by turns `wait`,
+/// `wait_timeout` and `wait_async`): every wait returns with the caller's own tasks run,
+/// whatever zeros the others' tasks made just before it began (a finisher of an earlier zero
+/// must not end a later wait: `loom_a_group_wait_after_a_zero_waits_for_the_next_task` is
+/// the model of that race).
 #[test]
 fn threads_sharing_a_group_each_find_their_own_tasks_run_after_a_wait() {
     watchdog(120, "shared group stress", || {
@@ -276,7 +296,7 @@ fn threads_sharing_a_group_each_find_their_own_tasks_run_after_a_wait() {
         let group = Arc::new(TaskGroup::new(&pool));
         let rounds = if cfg!(miri) { 5 } else { 3_000 };
         let threads: Vec<_> = (0..4)
-            .map(|_| {
+            .map(|t| {
                 let group = group.clone();
                 std::thread::spawn(move || {
                     for round in 0..rounds {
@@ -287,7 +307,11 @@ fn threads_sharing_a_group_each_find_their_own_tasks_run_after_a_wait() {
                                 r.fetch_add(1, Ordering::SeqCst);
                             });
                         }
-                        group.wait().unwrap();
+                        match (t + round) % 3 {
+                            0 => group.wait().unwrap(),
+                            1 => group.wait_timeout(Duration::from_secs(3600)).unwrap(),
+                            _ => block_on(group.wait_async()).unwrap(),
+                        }
                         assert_eq!(
                             ran.load(Ordering::SeqCst),
                             1 + round % 3,
