@@ -25,10 +25,11 @@ export FLOCK_NO_RSS_BOUND=1
 export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 log=$(mktemp)
-echo "== tsan: stress, shutdown races, wait loops, resize, pause, batches, waiting workers, FIFO ($target)"
+echo "== tsan: stress, shutdown races, wait loops, resize, pause, batches, waiting workers, FIFO, task groups, async waits ($target)"
 if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool \
     --test stress --test shutdown --test submit_wait --test scope_join \
-    --test resize --test pause --test batch --test waiting --test fifo >"$log" 2>&1; then
+    --test resize --test pause --test batch --test waiting --test fifo \
+    --test group --test async_wait >"$log" 2>&1; then
     grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED" "$log" | head -40 >&2 || tail -40 "$log" >&2
     echo "tsan: FAILED" >&2
     exit 1
