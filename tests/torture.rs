@@ -6,7 +6,7 @@
 //! tracking or not, a panic handler and worker hooks that sometimes panic, a stop hook that
 //! submits a task), then its driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
-//! wait, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
+//! wait, timed and async waits, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
 //! pause/resume, resize, broadcast, async admission (`submit_async` / `spawn_async`, and
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
 //! shutdown variants. Tasks do more of the same inside them: joins, scopes with
@@ -25,7 +25,8 @@
 //! feature) `rejected` the tokens refused; each task group's waits reported exactly the
 //! panics of its tasks; every worker thread that ran its start hook ran its stop hook. Along the way: each purge and cancel returns the count of the tokens
 //! it dropped on the calling thread; each join and scope returns with its tasks run; a group
-//! wait returns with the waiting driver's tasks of the group finished; a handle's `join` or
+//! wait (of any of the three kinds, unless timed out) returns with the waiting driver's tasks
+//! of the group finished; a handle's `join` or
 //! `.await` agrees with what its token saw; a broadcast makes one call per worker, each on
 //! that worker; waits and shutdowns from a task answer `WouldDeadlock`; no panic of a task,
 //! waker or hook reaches a caller. A per-round watchdog turns a hang into a failure (a
@@ -1302,12 +1303,27 @@ impl Driver {
         }
     }
 
+    /// After a wait on group `g` that did not time out: this driver's tasks of the group,
+    /// accepted before the wait began, have finished (run or dropped); they are then
+    /// forgotten.
+    fn check_own_group_tasks_finished(&mut self, g: usize, how: &str) {
+        for rec in self.group_recs.iter().filter(|r| r.0 == g) {
+            if !rec.1.ended.load(SeqCst) && rec.1.dropped.load(SeqCst) == 0 {
+                self.round.fail(format!(
+                    "group {g}'s {how} returned before its task {} finished",
+                    rec.1.id
+                ));
+            }
+        }
+        self.group_recs.retain(|r| r.0 != g);
+    }
+
     fn group_op(&mut self) {
         let round = self.round.clone();
         let g = round.pick_group(&mut self.rng);
         let group = &round.groups()[g].group;
         let name = self.name.clone();
-        match self.rng.below(5) {
+        match self.rng.below(6) {
             0 | 1 => {
                 for _ in 0..self.rng.range(1, 5) {
                     let t = round.task(TaskKind::Group(g), 0, &mut self.rng);
@@ -1343,21 +1359,25 @@ impl Driver {
                 let r = group.wait();
                 round.log(format!("{name}: group {g} wait: {r:?}"));
                 group_wait_result(&round, g, r, "wait");
-                // This driver's tasks of the group, accepted before the wait began: finished.
-                for rec in self.group_recs.iter().filter(|r| r.0 == g) {
-                    if !rec.1.ended.load(SeqCst) && rec.1.dropped.load(SeqCst) == 0 {
-                        round.fail(format!(
-                            "group {g}'s wait returned before its task {} finished",
-                            rec.1.id
-                        ));
-                    }
-                }
-                self.group_recs.retain(|r| r.0 != g);
+                self.check_own_group_tasks_finished(g, "wait");
             }
             3 => {
                 let r = group.wait_timeout(Duration::from_millis(self.rng.below(3)));
                 round.log(format!("{name}: group {g} wait_timeout: {r:?}"));
+                if r != Err(GroupError::Timeout) {
+                    self.check_own_group_tasks_finished(g, "wait_timeout");
+                }
                 group_wait_result(&round, g, r, "wait_timeout");
+            }
+            4 => {
+                let panicky = round.ops.has(Kind::Waker) && self.rng.chance(1, 3);
+                round.log(format!(
+                    "{name}: group {g} wait_async (panicky waker {panicky})"
+                ));
+                let r = block_on(&mut group.wait_async(), &test_waker(panicky));
+                round.log(format!("{name}: group {g} wait_async: {r:?}"));
+                group_wait_result(&round, g, r, "wait_async");
+                self.check_own_group_tasks_finished(g, "wait_async");
             }
             _ => {
                 let (n, drops) = in_ctx(Ctx::GroupCancel, || round.groups()[g].cancel());
