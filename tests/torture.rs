@@ -14,7 +14,9 @@
 //! scope, waits that must answer `WouldDeadlock`, and, on a `.fifo()` one-worker pool, a
 //! scope whose spawns must start oldest first. In one round in five a driver shuts the pool
 //! down two thirds of the way through while the others go on. The round ends with a random
-//! shutdown (`shutdown`, `shutdown_timeout`, `shutdown_now` or dropping the pool).
+//! shutdown (`shutdown`, `shutdown_timeout`, `shutdown_now` or dropping the pool). One round
+//! in three draws from only 2 to 5 kinds of operation (chosen at random), each then drawn
+//! many times over, so that a race between two features comes up often.
 //!
 //! Every closure carries a token that records, per task, whether it ran or was dropped and
 //! on which kind of call (refused, abandoned, cancelled, purged...). After the round:
@@ -35,8 +37,8 @@
 //!
 //! Knobs (environment):
 //! * `FLOCK_TORTURE_SEED=<u64>`: the first round's seed (each failure prints the seed of
-//!   its round, so this replays that round's configuration and draws first; thread timing
-//!   is not replayed).
+//!   its round, so this replays that round's configuration, its kinds of operation and its
+//!   draws first, given the same `FLOCK_TORTURE_OPS`; thread timing is not replayed).
 //! * `FLOCK_TORTURE_SECS=<n>`: time budget in seconds (default 10; `.ci/run` gives 60).
 //! * `FLOCK_TORTURE_OPS=<list>`: comma list of operation kinds to keep (`submit,purge`) or,
 //!   each prefixed with `-`, to leave out (`-waker,-badname`), to isolate a failure. Kinds:
@@ -186,6 +188,32 @@ impl OpSet {
     }
     fn has(&self, k: Kind) -> bool {
         self.0.contains(&k)
+    }
+    /// A round's kinds: in one round in three, 2 to 5 of the operations drivers draw (kept
+    /// with their weights) and every modifier (the kinds of weight 0); else all of `self`.
+    /// A narrow round draws the few operations it has many times over, so a race between
+    /// two of them comes up in seconds where a full round needs minutes (a group's wait
+    /// against its tasks' zeros: 4 s against the 60 s CI run that first hit it).
+    fn for_round(&self, rng: &mut Rng) -> OpSet {
+        if !rng.chance(1, 3) {
+            return self.clone();
+        }
+        let weight = |k: Kind| KINDS.iter().find(|e| e.0 == k).map_or(0, |e| e.2);
+        let mut drawn: Vec<Kind> = self.0.iter().copied().filter(|&k| weight(k) > 0).collect();
+        let keep = rng.range(2, 5).min(drawn.len());
+        // A partial Fisher-Yates shuffle: the first `keep` are a uniform choice.
+        for i in 0..keep {
+            let j = i + rng.below((drawn.len() - i) as u64) as usize;
+            drawn.swap(i, j);
+        }
+        drawn.truncate(keep);
+        OpSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|&k| weight(k) == 0 || drawn.contains(&k))
+                .collect(),
+        )
     }
     /// A driver's next operation, by weight among the kinds kept.
     fn draw(&self, rng: &mut Rng) -> Option<Kind> {
@@ -1911,11 +1939,12 @@ fn torture() {
         next_seed = seeds.next();
         CURRENT_SEED.store(round_seed, SeqCst);
         let mut rng = Rng(round_seed);
-        let cfg = Config::draw(&mut rng, &ops);
+        let round_ops = ops.for_round(&mut rng);
+        let cfg = Config::draw(&mut rng, &round_ops);
         let round = Arc::new(Round {
             seed: round_seed,
             cfg,
-            ops: ops.clone(),
+            ops: round_ops,
             pool: Mutex::new(Weak::new()),
             tracker: Tracker::default(),
             groups: std::sync::OnceLock::new(),
