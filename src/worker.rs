@@ -379,7 +379,15 @@ impl WorkerThread {
             let control = reg.crew.control();
             if self.retires(control) {
                 if searching {
+                    searching = false;
                     self.stop_searching();
+                }
+                // The second of two jobs we claimed from a ring runs first, as any task:
+                // our slot is still running, so a `resize` that grows the pool meanwhile
+                // does not wait for it (`take_claimed`).
+                if let Some(job) = self.take_claimed() {
+                    self.execute_unless_paused(job, 0);
+                    continue;
                 }
                 return Exit::Retire;
             }
@@ -559,13 +567,15 @@ impl WorkerThread {
                 reg.release_bundle(bundle);
             }
         }
-        // The second of two jobs we claimed from a ring, first (`run_claimed`): it may be kept
-        // from a pause there, which `take_all_kept` then hands over.
-        let mut moved = self.run_claimed();
         // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
-        moved.extend(self.take_all_kept());
+        let mut moved = self.take_all_kept();
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
+                // `main_loop` ran a claimed job before it let us retire (`take_claimed`).
+                debug_assert!(
+                    job.flags() & INJECTED == 0,
+                    "flock: a claimed job reached a retiring worker's hand-over"
+                );
                 moved.push((job, lane));
             }
         }
@@ -583,26 +593,43 @@ impl WorkerThread {
         self.go_idle();
     }
 
-    /// Retiring, not paused: the second of two jobs we claimed from a ring (`took_two`; the
-    /// one job from outside, flag `INJECTED`, that a deque of ours can hold), if no thief took
-    /// it, runs here before we leave. Handed over it would wait on the lane's injector behind
-    /// its submitter's later jobs, which the workers that stay take from the ring first
-    /// ("FIFO within a lane"; `tests/fifo.rs`). If a pause landed, `execute_unless_paused`
-    /// keeps it, and it goes over with the kept jobs. Every other job of our deque (one-lane
-    /// pools: the claim is theirs), and what the run spawns, is returned for the hand-over,
-    /// in the order `hand_over_work` would have popped it.
-    fn run_claimed(&self) -> Vec<(Job, usize)> {
-        let mut spawned = Vec::new();
-        if self.locals.len() == 1 {
-            while let Some(job) = self.locals[0].pop() {
-                if job.flags() & INJECTED != 0 {
-                    self.execute_unless_paused(job, 0);
-                } else {
-                    spawned.push((job, 0));
-                }
-            }
+    /// About to retire: the second of two jobs we claimed from a ring (`took_two`; the one
+    /// job from outside, flag `INJECTED`, that a deque of ours can hold), if no thief took
+    /// it, off our deque, for `main_loop` to run before we retire. Handed over with our deque
+    /// it would wait on the lane's injector behind its submitter's later jobs, which the
+    /// workers that stay take from the ring first ("FIFO within a lane"; `tests/fifo.rs`).
+    /// It runs as any task, before our slot is marked retiring: a task run after that mark
+    /// (in `hand_over_work`) that blocked until a pause ended held a `resize` that grows the
+    /// pool, which waits for a retiring slot, and with it the thread that would resume
+    /// (`tests/resize.rs`). If a pause landed, `execute_unless_paused` keeps it, and it goes
+    /// over with the kept jobs.
+    ///
+    /// The claim was made on an empty deque (`find_work` pops ours first), so the job is
+    /// the oldest there: the jobs above it (spawned since) are popped, then pushed back in
+    /// their order and announced as any push, since a worker that looked while they were
+    /// off may have gone to sleep, and the claimed job may block on one of them. Cold: only
+    /// a one-lane pool's worker that a shrink retires with jobs on its deque comes here.
+    #[cold]
+    fn take_claimed(&self) -> Option<Job> {
+        if self.locals.len() != 1 || self.locals[0].is_empty() {
+            return None;
         }
-        spawned
+        let mut above = Vec::new();
+        let mut claimed = None;
+        while let Some(job) = self.locals[0].pop() {
+            if job.flags() & INJECTED != 0 {
+                claimed = Some(job);
+                break;
+            }
+            above.push(job);
+        }
+        if !above.is_empty() {
+            for job in above.into_iter().rev() {
+                self.locals[0].push(job);
+            }
+            self.notify_local_work();
+        }
+        claimed
     }
 
     /// Every job we keep from a pause, for a worker that leaves: to their lanes' shared

@@ -687,3 +687,94 @@ fn broadcast_while_a_slot_fails_to_start_returns() {
         pool.shutdown_timeout(Duration::from_secs(10)).unwrap();
     });
 }
+
+/// A worker that claimed two tasks from a ring and is retired by a shrink after the first
+/// runs the second before it leaves, and runs it as any task, its slot still running: here
+/// that task blocks until the pool is paused, grown back and resumed, and the grow must not
+/// wait for its worker. Run after the slot was marked retiring, it held the grow (which
+/// waits for a retiring slot's thread) and so the resume: a hang (the torture test found it,
+/// with a task that joined one it spawned while a driver held the pool paused). Worker 0 is
+/// held in a broadcast call meanwhile, so nobody steals the second task; a round where the
+/// two were not claimed together (worker 1 left first) is skipped.
+#[test]
+fn a_claimed_task_that_blocks_past_a_shrink_does_not_hold_a_grow() {
+    #[derive(Debug, PartialEq)]
+    enum Event {
+        SecondStarted,
+        Left,
+    }
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 300 };
+    watchdog(
+        120,
+        "a claimed task blocking past its worker's retire",
+        || {
+            let mut claimed = 0;
+            for _ in 0..ROUNDS {
+                let (events_tx, events) = mpsc::channel::<Event>();
+                let hook_tx = Mutex::new(events_tx.clone());
+                let pool = Arc::new(
+                    Pool::builder()
+                        .workers(2)
+                        .max_workers(2)
+                        .on_worker_stop(move |i| {
+                            if i == 1 {
+                                let _ = hook_tx.lock().unwrap().send(Event::Left);
+                            }
+                        })
+                        .build()
+                        .unwrap(),
+                );
+                let (held, hold) = (Gate::new(), Gate::new());
+                let holder = {
+                    let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
+                    std::thread::spawn(move || {
+                        pool.broadcast(|i| {
+                            if i == 0 {
+                                held.open();
+                                hold.wait();
+                            }
+                        })
+                    })
+                };
+                held.wait();
+                // Worker 1 takes the first task from our ring (so it holds the ring) and waits
+                // in it while the next two are queued behind it.
+                let (first_started, go) = (Gate::new(), Gate::new());
+                {
+                    let (first_started, go) = (first_started.clone(), go.clone());
+                    pool.submit(move || {
+                        first_started.open();
+                        go.wait();
+                    })
+                    .unwrap();
+                }
+                first_started.wait();
+                let p = Arc::downgrade(&pool);
+                pool.submit(move || p.upgrade().unwrap().resize(1).unwrap())
+                    .unwrap();
+                let resumed = Gate::new();
+                {
+                    let resumed = resumed.clone();
+                    pool.submit(move || {
+                        events_tx.send(Event::SecondStarted).unwrap();
+                        resumed.wait();
+                    })
+                    .unwrap();
+                }
+                go.open();
+                if events.recv().unwrap() == Event::SecondStarted {
+                    // The second task runs (on worker 1, which claimed it: worker 0 is held).
+                    claimed += 1;
+                    pool.pause();
+                    pool.resize(2).unwrap();
+                    pool.resume();
+                }
+                resumed.open();
+                hold.open();
+                holder.join().unwrap();
+                pool.wait().unwrap();
+            }
+            assert!(claimed > 0, "no round claimed the two tasks together");
+        },
+    );
+}
