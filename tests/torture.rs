@@ -1338,8 +1338,10 @@ impl Driver {
         for rec in self.group_recs.iter().filter(|r| r.0 == g) {
             if !rec.1.ended.load(SeqCst) && rec.1.dropped.load(SeqCst) == 0 {
                 self.round.fail(format!(
-                    "group {g}'s {how} returned before its task {} finished",
-                    rec.1.id
+                    "group {g}'s {how} returned before its task {} finished (ran {}, {} unfinished in the group now)",
+                    rec.1.id,
+                    rec.1.ran.load(SeqCst),
+                    self.round.groups()[g].group.unfinished()
                 ));
             }
         }
