@@ -100,6 +100,9 @@ canary chain loom_chain_wake_runs_two_tasks_in_parallel
 canary claim loom_a_claimed_second_job_is_taken_by_another_worker 1
 # A broadcast that picks a retiring slot waits for a call its thread never runs.
 canary retiring loom_broadcast_racing_a_retire_runs_each_call_as_its_worker
+# A worker that retires with a broadcast call in its mailbox runs it with its slot marked
+# retiring, where a grow would wait for it.
+canary mail loom_broadcast_racing_a_retire_runs_each_call_as_its_worker 1
 # A group's zero that wakes every listed wait returns one that began after it, early.
 canary epoch loom_a_group_wait_after_a_zero_waits_for_the_next_task
 queue_models "${all[@]}"

@@ -1075,6 +1075,10 @@ fn loom_broadcast_racing_a_grow_that_fails() {
 /// picks the slots to call. A call must run on the worker whose index it carries, as that
 /// worker (`current_worker_index`), or not be made: the slot is picked only while its
 /// thread runs it, and a retiring thread runs its mailbox before it lets go of its index.
+/// It must also run while its slot is not yet marked retiring (a grow waits for retiring
+/// slots, so a call there that blocks on the grow's thread hangs it: `tests/resize.rs`): a
+/// worker retires only with an empty mailbox. The canary `mail` lets it retire with a call
+/// put there after it last looked.
 ///
 /// Preemption bound 1: four threads (the caller, the broadcaster, two workers) ran past
 /// 7 minutes at bound 2, beyond what CI's loom step can give one model.
@@ -1089,6 +1093,10 @@ fn loom_broadcast_racing_a_retire_runs_each_call_as_its_worker() {
             let broadcaster = loom::thread::spawn(move || {
                 p.broadcast(|index| {
                     assert_eq!(crate::current_worker_index(), Some(index));
+                    assert!(
+                        !p.registry().crew.slot_retiring(index),
+                        "worker {index}'s call ran after its slot was marked retiring"
+                    );
                     index
                 })
             });

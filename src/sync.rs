@@ -283,6 +283,8 @@ pub(crate) enum Canary {
     Claim,
     /// `epoch`: a task group's zero wakes only the waits that began before it.
     Epoch,
+    /// `mail`: a worker retires only with its broadcast mailbox empty.
+    Mail,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -306,9 +308,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "chain" => Canary::Chain,
             "claim" => Canary::Claim,
             "epoch" => Canary::Epoch,
+            "mail" => Canary::Mail,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail)"
             ),
         })
     });

@@ -257,12 +257,17 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
         loop {
             match worker.main_loop() {
                 Exit::Shutdown => break,
-                Exit::Retire if reg.crew.confirm_retire(index) => {
+                Exit::Retire
+                    if reg
+                        .crew
+                        .confirm_retire(index, || reg.queues.mailboxes().has(index)) =>
+                {
                     retired = true;
                     worker.retire();
                     break;
                 }
-                // The pool grew back before we left: carry on.
+                // The pool grew back before we left, or a broadcast reached our mailbox
+                // first: carry on (the loop runs the call, then asks again).
                 Exit::Retire => {}
             }
         }
@@ -382,9 +387,14 @@ impl WorkerThread {
                     searching = false;
                     self.stop_searching();
                 }
-                // The second of two jobs we claimed from a ring runs first, as any task:
-                // our slot is still running, so a `resize` that grows the pool meanwhile
-                // does not wait for it (`take_claimed`).
+                // Broadcast calls for us, and the second of two jobs we claimed from a
+                // ring, run first, as any task: our slot is still running, so a `resize`
+                // that grows the pool meanwhile does not wait for them (`confirm_retire`
+                // lets us go only with an empty mailbox; `take_claimed`).
+                if let Some(job) = reg.queues.mailboxes().take(self.index) {
+                    self.execute(job, 0);
+                    continue;
+                }
                 if let Some(job) = self.take_claimed() {
                     self.execute_unless_paused(job, 0);
                     continue;
@@ -557,6 +567,8 @@ impl WorkerThread {
     fn hand_over_work(&self) {
         let reg = &*self.registry;
         // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
+        // Only a thread whose pinning failed finds any (`close_slot`): `confirm_retire`
+        // marks a slot retiring only with its mailbox empty, the calls run by `main_loop`.
         while let Some(job) = reg.queues.mailboxes().take(self.index) {
             self.execute(job, 0);
         }

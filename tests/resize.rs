@@ -778,3 +778,76 @@ fn a_claimed_task_that_blocks_past_a_shrink_does_not_hold_a_grow() {
         },
     );
 }
+
+/// A broadcast call that reaches a worker as a shrink retires it runs while the worker's slot
+/// is still running, so a `resize` that grows the pool meanwhile does not wait for it. Here
+/// the call blocks until the test has paused, grown and resumed the pool: were it run after
+/// the slot is marked retiring (once, inside the worker's hand-over), the grow would wait
+/// for that slot, and with it the resume the call waits for: a hang. Worker 0 is held in a
+/// first broadcast and worker 1 in a task while the second broadcast reaches both
+/// mailboxes and the shrink lands.
+#[test]
+fn a_broadcast_call_that_blocks_past_a_shrink_does_not_hold_a_grow() {
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 100 };
+    watchdog(
+        120,
+        "a broadcast call blocking past its worker's retire",
+        || {
+            for _ in 0..ROUNDS {
+                let pool = Arc::new(Pool::builder().workers(2).max_workers(2).build().unwrap());
+                let (held, hold) = (Gate::new(), Gate::new());
+                let holder = {
+                    let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
+                    std::thread::spawn(move || {
+                        pool.broadcast(|i| {
+                            if i == 0 {
+                                held.open();
+                                hold.wait();
+                            }
+                        })
+                    })
+                };
+                held.wait();
+                // Worker 1 (the only one free) runs this task until the shrink has landed.
+                let (task_started, go) = (Gate::new(), Gate::new());
+                {
+                    let (task_started, go) = (task_started.clone(), go.clone());
+                    pool.submit(move || {
+                        task_started.open();
+                        go.wait();
+                    })
+                    .unwrap();
+                }
+                task_started.wait();
+                let submitted = pool.stats().submitted;
+                let (call_started, resumed) = (Gate::new(), Gate::new());
+                let caller = {
+                    let (pool, call_started, resumed) =
+                        (pool.clone(), call_started.clone(), resumed.clone());
+                    std::thread::spawn(move || {
+                        pool.broadcast(|i| {
+                            if i == 1 {
+                                call_started.open();
+                                resumed.wait();
+                            }
+                            i
+                        })
+                    })
+                };
+                // Both slots are running: the call is in both mailboxes once it is counted.
+                eventually(|| pool.stats().submitted == submitted + 2);
+                pool.resize(1).unwrap();
+                go.open();
+                call_started.wait();
+                pool.pause();
+                pool.resize(2).unwrap();
+                pool.resume();
+                resumed.open();
+                hold.open();
+                holder.join().unwrap();
+                assert_eq!(caller.join().unwrap(), vec![0, 1]);
+                pool.wait().unwrap();
+            }
+        },
+    );
+}

@@ -271,12 +271,16 @@ impl Crew {
     }
 
     /// A worker beyond the number wanted asks to retire; false if the pool grew back
-    /// meanwhile (it keeps running).
-    pub(crate) fn confirm_retire(&self, index: usize) -> bool {
+    /// meanwhile, or if `has_mail` (its broadcast mailbox holds a call; run under `slots`,
+    /// where broadcasts put theirs): it keeps running, and runs the call while its slot is
+    /// still `Running`. A call run after the mark is user code that a `resize` growing the
+    /// pool would wait for (`claim_slots` waits for retiring slots): one that blocked until
+    /// that resize's thread resumed the pool would hang it (`tests/resize.rs`).
+    pub(crate) fn confirm_retire(&self, index: usize, has_mail: impl Fn() -> bool) -> bool {
         let mut slots = self.slots.lock();
         // Also during shutdown: the work it hands over is run by those that stay (at least
         // one worker is always wanted, and none exits while a task is outstanding).
-        if Crew::retiring(self.control(), index) {
+        if Crew::retiring(self.control(), index) && (canary(Canary::Mail) || !has_mail()) {
             slots.state[index] = SlotState::Retiring;
             true
         } else {
