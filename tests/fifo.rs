@@ -8,7 +8,7 @@
 //! And FIFO spawns from a worker: each trigger runs or drops a task of its own kind.
 mod common;
 
-use common::{eventually, watchdog, Gate};
+use common::{eventually, hold_worker_0, running_until, watchdog, Gate};
 use flock::Pool;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -389,31 +389,10 @@ fn a_claimed_task_starts_before_later_ones_when_its_worker_retires() {
                     .unwrap(),
             );
             // Worker 0 held until worker 1 has left.
-            let (held, hold) = (Gate::new(), Gate::new());
-            let holder = {
-                let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
-                std::thread::spawn(move || {
-                    pool.broadcast(|i| {
-                        if i == 0 {
-                            held.open();
-                            hold.wait();
-                        }
-                    })
-                })
-            };
-            held.wait();
+            let (hold, holder) = hold_worker_0(&pool);
             // Worker 1 takes B from our ring (and so holds the ring) and waits in it while
             // the rest is queued behind it.
-            let (b_started, go) = (Gate::new(), Gate::new());
-            {
-                let (b_started, go) = (b_started.clone(), go.clone());
-                pool.submit(move || {
-                    b_started.open();
-                    go.wait();
-                })
-                .unwrap();
-            }
-            b_started.wait();
+            let go = running_until(&pool);
             let order = Arc::new(Mutex::new(Vec::new()));
             for i in 1..=6 {
                 let (order, p) = (order.clone(), Arc::downgrade(&pool));

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{eventually, stall_each, watchdog, Gate};
+use common::{eventually, hold_worker_0, running_until, stall_each, watchdog, Gate};
 use flock::{BuildError, Pool, ResizeError};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::SeqCst};
@@ -724,31 +724,10 @@ fn a_claimed_task_that_blocks_past_a_shrink_does_not_hold_a_grow() {
                         .build()
                         .unwrap(),
                 );
-                let (held, hold) = (Gate::new(), Gate::new());
-                let holder = {
-                    let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
-                    std::thread::spawn(move || {
-                        pool.broadcast(|i| {
-                            if i == 0 {
-                                held.open();
-                                hold.wait();
-                            }
-                        })
-                    })
-                };
-                held.wait();
+                let (hold, holder) = hold_worker_0(&pool);
                 // Worker 1 takes the first task from our ring (so it holds the ring) and waits
                 // in it while the next two are queued behind it.
-                let (first_started, go) = (Gate::new(), Gate::new());
-                {
-                    let (first_started, go) = (first_started.clone(), go.clone());
-                    pool.submit(move || {
-                        first_started.open();
-                        go.wait();
-                    })
-                    .unwrap();
-                }
-                first_started.wait();
+                let go = running_until(&pool);
                 let p = Arc::downgrade(&pool);
                 pool.submit(move || p.upgrade().unwrap().resize(1).unwrap())
                     .unwrap();
@@ -795,30 +774,9 @@ fn a_broadcast_call_that_blocks_past_a_shrink_does_not_hold_a_grow() {
         || {
             for _ in 0..ROUNDS {
                 let pool = Arc::new(Pool::builder().workers(2).max_workers(2).build().unwrap());
-                let (held, hold) = (Gate::new(), Gate::new());
-                let holder = {
-                    let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
-                    std::thread::spawn(move || {
-                        pool.broadcast(|i| {
-                            if i == 0 {
-                                held.open();
-                                hold.wait();
-                            }
-                        })
-                    })
-                };
-                held.wait();
+                let (hold, holder) = hold_worker_0(&pool);
                 // Worker 1 (the only one free) runs this task until the shrink has landed.
-                let (task_started, go) = (Gate::new(), Gate::new());
-                {
-                    let (task_started, go) = (task_started.clone(), go.clone());
-                    pool.submit(move || {
-                        task_started.open();
-                        go.wait();
-                    })
-                    .unwrap();
-                }
-                task_started.wait();
+                let go = running_until(&pool);
                 let submitted = pool.stats().submitted;
                 let (call_started, resumed) = (Gate::new(), Gate::new());
                 let caller = {

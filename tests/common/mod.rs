@@ -84,6 +84,42 @@ pub fn open_when_shut_down(pool: &Arc<flock::Pool>, gate: &Gate) -> std::thread:
     })
 }
 
+/// Worker 0 of `pool` held in a broadcast call until the returned gate opens, so that the
+/// other workers alone take what is queued meanwhile (nobody steals from them). Returns once
+/// it is held, with the thread that broadcasts: open the gate, then join it.
+pub fn hold_worker_0(pool: &Arc<flock::Pool>) -> (Gate, std::thread::JoinHandle<()>) {
+    let (held, hold) = (Gate::new(), Gate::new());
+    let holder = {
+        let (pool, held, hold) = (pool.clone(), held.clone(), hold.clone());
+        std::thread::spawn(move || {
+            pool.broadcast(|i| {
+                if i == 0 {
+                    held.open();
+                    hold.wait();
+                }
+            });
+        })
+    };
+    held.wait();
+    (hold, holder)
+}
+
+/// A task submitted to `pool` that runs until the returned gate opens; returns once it has
+/// started.
+pub fn running_until(pool: &flock::Pool) -> Gate {
+    let (started, go) = (Gate::new(), Gate::new());
+    {
+        let (started, go) = (started.clone(), go.clone());
+        pool.submit(move || {
+            started.open();
+            go.wait();
+        })
+        .unwrap();
+    }
+    started.wait();
+    go
+}
+
 /// Occupies every worker of `pool` with a task blocked on the returned gate, and returns once
 /// all of them are running.
 pub fn stall_all(pool: &flock::Pool) -> Gate {
