@@ -54,28 +54,28 @@ fi
 source scripts/jobs.sh
 jobs_init
 run() { echo "cargo +nightly miri test -p flock-pool $1"; }
-# Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-26 (stop 34)
-# on the 2-vCPU AMD guest, 1,200 s of jobs in 603 s.
-job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 222 s
-job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 201 s
-job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 92 s
-job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 61 s
-job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 53 s
-job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 51 s
+# Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-27 at 669e2ae
+# on the 2-vCPU guest, 963 s of jobs in 496 s.
+job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 195 s
+job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 137 s
+job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 84 s
+job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 76 s
+job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 47 s
+job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 35 s
 for seed in $seeds; do
-    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 34-44 s
+    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 28-29 s
 done
-job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 36 s
-job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 32 s
-job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 31 s
+job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 28 s
+job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 29 s
+job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 18 s
 for seed in $seeds; do
-    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 23-27 s
-    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 24-27 s
+    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 22-23 s
+    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 20-21 s
 done
-job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 20 s
+job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 16 s
 for seed in $seeds; do
-    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 17-28 s
-    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 15-18 s
+    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 13 s
+    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 14-16 s
 done
 echo "== miri: ${#JOB_NAMES[@]} jobs (strict seeds [$seeds], resize/pause/batches/waiting/groups, real deques)"
 jobs_run | sed 's/^/miri /'
