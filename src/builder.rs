@@ -357,7 +357,9 @@ impl PoolBuilder {
     /// [`Pool::resize`]), `resize` returns [`ResizeError::WouldDeadlock`]: it would wait for
     /// that worker to leave. Tasks the hook submits (into this pool, from its worker: onto
     /// that worker's own queue, also during a shutdown) run on that worker before its thread
-    /// exits, with what they submit in turn; none is left behind.
+    /// exits, with what they submit in turn; none is left behind. A `resize` that grows the
+    /// pool back over a retiring worker's slot waits until that worker has left, hook
+    /// included: a hook that waits for the growing thread (for its `resume`, say) hangs both.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};

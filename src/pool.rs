@@ -728,7 +728,9 @@ impl Pool {
     }
 
     /// Changes the number of workers while tasks run. Growing starts workers in the next
-    /// slots (pinned to their cores when the pool pins) and returns once they run. Shrinking
+    /// slots (pinned to their cores when the pool pins) and returns once they run; a slot
+    /// whose worker is still retiring is started once that worker has left (after its
+    /// [`on_worker_stop`](crate::PoolBuilder::on_worker_stop) hook). Shrinking
     /// returns at once: each worker beyond `workers` retires at its next task boundary
     /// (never inside a task), after moving the tasks in its deques to the shared queues, so
     /// nothing is dropped and nothing runs twice. A worker that was between tasks, past its

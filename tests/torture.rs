@@ -513,6 +513,9 @@ struct Round {
     doing: Mutex<Vec<String>>,
     /// Bumped before every `resume` (and by a shutdown, which resumes).
     resumes: AtomicU64,
+    /// Drivers between their `pause` and the bump of `resumes` before their `resume` (the
+    /// `Pause` op, whose section never waits for a task).
+    pausing: AtomicU64,
     /// Calls of the worker hooks.
     starts: AtomicU64,
     stops: AtomicU64,
@@ -692,6 +695,21 @@ fn check_broadcast(round: &Round, pool: &Pool, out: &[usize], bad: &AtomicUsize)
     }
     if out.is_empty() && !pool.is_shutdown() {
         round.fail("broadcast returned no call on an open pool".into());
+    }
+}
+
+/// A broadcast call made while a driver is in its `Pause` section waits for that driver's
+/// resume. Workers do not look for work while paused, but one that a shrink retires runs its
+/// calls first, and the pausing driver may grow the pool meanwhile: the grow must not wait
+/// for the call (`tests/resize.rs`, `a_broadcast_call_that_blocks_past_a_shrink_does_not_
+/// hold_a_grow`). A driver's section never waits for a task, so the resume comes.
+fn blocking_broadcast_call(round: &Round) {
+    let resumes = round.resumes.load(SeqCst);
+    if round.pausing.load(SeqCst) == 0 {
+        return;
+    }
+    while round.resumes.load(SeqCst) == resumes {
+        std::thread::sleep(Duration::from_micros(50));
     }
 }
 
@@ -1194,6 +1212,7 @@ impl Driver {
                 round.log(format!("{name}: pause"));
                 // Read before the pause: a resume by anyone after it shows as a change.
                 self.pause_epoch = round.resumes.load(SeqCst);
+                round.pausing.fetch_add(1, SeqCst);
                 pool.pause();
                 // Only operations that never wait for a task until the resume below.
                 self.pausing = true;
@@ -1207,6 +1226,9 @@ impl Driver {
                     }
                 }
                 self.pausing = false;
+                // Before the bump: a broadcast call that still sees us pausing reads
+                // `resumes` before the bump (`blocking_broadcast_call`).
+                round.pausing.fetch_sub(1, SeqCst);
                 round.resumes.fetch_add(1, SeqCst);
                 pool.resume();
                 round.log(format!("{name}: resume"));
@@ -1223,10 +1245,14 @@ impl Driver {
             }
             Kind::Broadcast => {
                 let bad = AtomicUsize::new(0);
-                round.log(format!("{name}: broadcast"));
+                let blocking = self.rng.chance(1, 3);
+                round.log(format!("{name}: broadcast (blocking: {blocking})"));
                 let out = pool.broadcast(|i| {
                     if flock::current_worker_index() != Some(i) {
                         bad.fetch_add(1, SeqCst);
+                    }
+                    if blocking {
+                        blocking_broadcast_call(&round);
                     }
                     i
                 });
@@ -1960,6 +1986,7 @@ fn torture() {
             ops_run: AtomicU64::new(0),
             doing: Mutex::new(vec![String::new(); 4]),
             resumes: AtomicU64::new(0),
+            pausing: AtomicU64::new(0),
             starts: AtomicU64::new(0),
             stops: AtomicU64::new(0),
         });
