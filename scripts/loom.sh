@@ -10,7 +10,10 @@
 # crosses the mark (undo), a broadcast calling only running slots (retiring), a parking
 # worker skipping the membarrier only where one covers its own era (era), the wake a
 # searcher that found a task owes the work it saw left (chain), and the announcement of the
-# second of two jobs a worker claimed from a ring at once (claim).
+# second of two jobs a worker claimed from a ring at once (claim), a group's zero waking only
+# the waits begun before it (epoch), a worker retiring only with an empty mailbox (mail),
+# and the announcement of the jobs a retiring worker puts back above its claimed one
+# (reclaim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -39,6 +42,7 @@ longest=(
     loom_retiring_worker_ends_the_last_task_of_a_shutdown          # 479 s
     loom_join_half_stolen_while_the_first_blocks                   # 440 s
     loom_shrink_racing_a_submit                                    # 371 s
+    loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one # 109 s
     loom_chain_wake_runs_two_tasks_in_parallel                     # 160 s
     loom_scope_units_kept_by_workers_are_given_back                # 148 s
     loom_batch_wakes_enough_workers                                # 143 s
@@ -103,6 +107,9 @@ canary retiring loom_broadcast_racing_a_retire_runs_each_call_as_its_worker
 # A worker that retires with a broadcast call in its mailbox runs it with its slot marked
 # retiring, where a grow would wait for it.
 canary mail loom_broadcast_racing_a_retire_runs_each_call_as_its_worker 1
+# A retiring worker that puts jobs back above its claimed one unannounced: the other worker
+# sleeps while the claimed job waits for one of them.
+canary reclaim loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one 1
 # A group's zero that wakes every listed wait returns one that began after it, early.
 canary epoch loom_a_group_wait_after_a_zero_waits_for_the_next_task
 queue_models "${all[@]}"

@@ -1292,6 +1292,54 @@ fn loom_a_claimed_second_job_is_taken_by_another_worker() {
     );
 }
 
+/// A worker that a shrink retires with the second of two jobs it claimed from a ring still
+/// on its deque, under a job the first one pushed (`WorkerThread::take_claimed`): it takes
+/// the claimed job out from under that one, puts that one back and runs the claimed job,
+/// which blocks (on worker 1) until the pushed job has run. So the other worker must take
+/// it, and it may
+/// have looked while the job was off the deque and gone to sleep: the put-back is announced
+/// as any push. With the announcement removed (the `reclaim` canary) loom finds the other
+/// worker asleep beside it. The ring as in `loom_a_claimed_second_job_is_taken_by_another_
+/// worker`; a round where worker 0 claimed the two shrinks nothing that matters and passes.
+#[test]
+fn loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one() {
+    model_bounded(
+        "loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one",
+        Some(1),
+        || {
+            let pool = Arc::new(ring_pool(2));
+            let (started, go, pushed_ran) = (Signal::new(), Signal::new(), Signal::new());
+            let (s, g) = (started.clone(), go.clone());
+            pool.submit(move || {
+                s.signal();
+                g.wait();
+            })
+            .unwrap();
+            // The first of the two: pushes a job onto its worker's deque, then retires that
+            // worker (if it is worker 1) at its next task boundary.
+            let (p, r) = (pool.clone(), pushed_ran.clone());
+            pool.submit(move || {
+                let r = r.clone();
+                p.submit(move || r.signal()).unwrap();
+                p.resize(1).unwrap();
+            })
+            .unwrap();
+            started.wait();
+            // Blocks on worker 1 only: on worker 0 it could wait for the pushed job after
+            // worker 1 handed that over and left, with nobody to run it.
+            pool.submit(move || {
+                if crate::current_worker_index() == Some(1) {
+                    pushed_ran.wait();
+                }
+            })
+            .unwrap();
+            go.signal();
+            pool.wait().unwrap();
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A ring by itself (`SharedQueue`): one producer pushes three jobs (the third grows the
 /// ring) while two consumers take what they find, one as `purge` does (`steal`: a lost race
 /// for the head is retried), one as a worker (`steal_noting`: it gives up); the rest is

@@ -285,6 +285,8 @@ pub(crate) enum Canary {
     Epoch,
     /// `mail`: a worker retires only with its broadcast mailbox empty.
     Mail,
+    /// `reclaim`: a retiring worker's jobs put back above its claimed one are announced.
+    Reclaim,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -309,9 +311,10 @@ pub(crate) fn canary(which: Canary) -> bool {
             "claim" => Canary::Claim,
             "epoch" => Canary::Epoch,
             "mail" => Canary::Mail,
+            "reclaim" => Canary::Reclaim,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim)"
             ),
         })
     });

@@ -639,7 +639,11 @@ impl WorkerThread {
             for job in above.into_iter().rev() {
                 self.locals[0].push(job);
             }
-            self.notify_local_work();
+            // The `reclaim` canary drops this to prove the loom model needs it
+            // (`loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one`).
+            if !canary(Canary::Reclaim) {
+                self.notify_local_work();
+            }
         }
         claimed
     }
