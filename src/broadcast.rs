@@ -8,9 +8,9 @@
 //! counted task per slot (so no worker exits for shutdown while one is outstanding), puts a
 //! job in each mailbox, and wakes each worker with `Sleep::wake_specific`. A worker looks in
 //! its mailbox first whenever it looks for work (`find_work`, also while waiting inside a
-//! task), its re-check before parking includes it, and a retiring worker runs what its
-//! mailbox holds before it leaves. Why the wake is not lost is in `docs/protocol.md`
-//! ("Broadcasts").
+//! task), its re-check before parking includes it, and a worker about to retire runs what
+//! its mailbox holds first, its slot marked retiring only with the mailbox empty. Why the
+//! wake is not lost is in `docs/protocol.md` ("Broadcasts").
 
 use crate::job::{stack, Outcome, COUNTED};
 use crate::latch::Owner;

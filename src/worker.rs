@@ -273,10 +273,21 @@ fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
         }
         guard.disarm();
     } else {
-        // A broadcast may have picked our slot since `take_slot` marked it running: closed
-        // to broadcasts now, we run what the mailbox holds, as this slot's worker.
-        reg.crew.close_slot(index);
+        // A broadcast may have picked our slot since `take_slot` marked it running: we run
+        // its calls as this slot's worker, and close the slot to broadcasts only with the
+        // mailbox empty, as `confirm_retire` does (no call runs on a retiring slot).
         let guard = AbortIfPanic("the worker loop");
+        loop {
+            while let Some(job) = reg.queues.mailboxes().take(index) {
+                worker.execute(job, 0);
+            }
+            if reg
+                .crew
+                .close_slot(index, || reg.queues.mailboxes().has(index))
+            {
+                break;
+            }
+        }
         worker.retire();
         guard.disarm();
     }
@@ -544,8 +555,8 @@ impl WorkerThread {
         }
     }
 
-    /// Leaves the loop for good, our slot marked retiring (no broadcast picks it now): runs
-    /// the broadcast calls for us and hands our work over (`hand_over_work`).
+    /// Leaves the loop for good, our slot marked retiring (no broadcast picks it now, and
+    /// none waits in our mailbox): hands our work over (`hand_over_work`).
     fn retire(&self) {
         self.hand_over_work();
         // A graceful shutdown may be waiting for the task we just finished: a worker that
@@ -566,12 +577,12 @@ impl WorkerThread {
     /// them; each is moved, not copied, so none runs twice and none is lost.
     fn hand_over_work(&self) {
         let reg = &*self.registry;
-        // Broadcast calls for us: ours to run (no more arrive: our slot is marked retiring).
-        // Only a thread whose pinning failed finds any (`close_slot`): `confirm_retire`
-        // marks a slot retiring only with its mailbox empty, the calls run by `main_loop`.
-        while let Some(job) = reg.queues.mailboxes().take(self.index) {
-            self.execute(job, 0);
-        }
+        // No broadcast call waits for us: our slot was marked retiring with the mailbox
+        // empty (`confirm_retire`, `close_slot`), and no broadcast picks it since.
+        debug_assert!(
+            canary(Canary::Mail) || !reg.queues.mailboxes().has(self.index),
+            "flock: a broadcast call reached a retiring worker's hand-over"
+        );
         // A bundle we claimed from keeps its entry on the front of its lane's shared queue
         // while it has jobs: letting go of our handle leaves them to the others there.
         for lane in 0..self.locals.len() {

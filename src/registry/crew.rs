@@ -289,10 +289,15 @@ impl Crew {
     }
 
     /// A worker whose pinning failed leaves without running its loop: its slot is marked
-    /// retiring, so no broadcast picks it from now on (it then runs what its mailbox holds,
-    /// as a retiring worker does).
-    pub(crate) fn close_slot(&self, index: usize) {
-        self.slots.lock().state[index] = SlotState::Retiring;
+    /// retiring, so no broadcast picks it from now on; false if `has_mail` (under `slots`,
+    /// as in `confirm_retire`): it runs the calls first, while its slot is `Running`.
+    pub(crate) fn close_slot(&self, index: usize, has_mail: impl Fn() -> bool) -> bool {
+        let mut slots = self.slots.lock();
+        if has_mail() {
+            return false;
+        }
+        slots.state[index] = SlotState::Retiring;
+        true
     }
 
     /// A worker thread leaves: its deques go back to its slot. `check` runs under `slots`,
