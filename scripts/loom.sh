@@ -104,8 +104,8 @@ canary chain loom_chain_wake_runs_two_tasks_in_parallel
 canary claim loom_a_claimed_second_job_is_taken_by_another_worker 1
 # A broadcast that picks a retiring slot waits for a call its thread never runs.
 canary retiring loom_broadcast_racing_a_retire_runs_each_call_as_its_worker
-# A worker that retires with a broadcast call in its mailbox runs it with its slot marked
-# retiring, where a grow would wait for it.
+# A worker that retires with a broadcast call in its mailbox: nobody runs the call (a call
+# run there, with the slot marked retiring, would hold a grow).
 canary mail loom_broadcast_racing_a_retire_runs_each_call_as_its_worker 1
 # A retiring worker that puts jobs back above its claimed one unannounced: the other worker
 # sleeps while the claimed job waits for one of them.

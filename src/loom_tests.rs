@@ -1078,7 +1078,8 @@ fn loom_broadcast_racing_a_grow_that_fails() {
 /// It must also run while its slot is not yet marked retiring (a grow waits for retiring
 /// slots, so a call there that blocks on the grow's thread hangs it: `tests/resize.rs`): a
 /// worker retires only with an empty mailbox. The canary `mail` lets it retire with a call
-/// put there after it last looked.
+/// put there after it last looked: nobody runs the call (a retiring worker's hand-over runs
+/// none), and loom finds the broadcast waiting for ever.
 ///
 /// Preemption bound 1: four threads (the caller, the broadcaster, two workers) ran past
 /// 7 minutes at bound 2, beyond what CI's loom step can give one model.
