@@ -1297,11 +1297,11 @@ fn loom_a_claimed_second_job_is_taken_by_another_worker() {
 /// on its deque, under a job the first one pushed (`WorkerThread::take_claimed`): it takes
 /// the claimed job out from under that one, puts that one back and runs the claimed job,
 /// which blocks (on worker 1) until the pushed job has run. So the other worker must take
-/// it, and it may
-/// have looked while the job was off the deque and gone to sleep: the put-back is announced
-/// as any push. With the announcement removed (the `reclaim` canary) loom finds the other
-/// worker asleep beside it. The ring as in `loom_a_claimed_second_job_is_taken_by_another_
-/// worker`; a round where worker 0 claimed the two shrinks nothing that matters and passes.
+/// it, and it may have looked while the job was off the deque and gone to sleep: the
+/// put-back is announced as any push. With the announcement removed (the `reclaim` canary)
+/// loom finds the other worker asleep beside it. The ring as in
+/// `loom_a_claimed_second_job_is_taken_by_another_worker`; a round where worker 0 claimed
+/// the two retires worker 1 with nothing of theirs, and passes.
 #[test]
 fn loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one() {
     model_bounded(
