@@ -32,15 +32,22 @@ cargo +nightly miri setup >/dev/null 2>&1
 # - the real crossbeam deques: crossbeam-epoch needs permissive provenance (tagged pointers),
 #   Tree Borrows (its intrusive list's container-of `element_of` breaks Stacked Borrows), and
 #   leak checks off (its process-global collector keeps thread registrations and deferred bags
-#   for the life of the process). crossbeam's own Miri runs make the same allowances. Built
-#   with --cfg flock_miri_crossbeam, in a target directory of its own.
+#   for the life of the process). crossbeam's own Miri runs make the same allowances. The
+#   data-race detector is off in this pass: crossbeam-deque races by design (a thief's
+#   speculative `read_volatile` of a slot that the owner's push then `write_volatile`s, the
+#   thief's CAS failing; the unsafe-code-guidelines list it as deliberate UB), and Miri
+#   reports it under some schedules (CI at 6bf1c28, scope_join; here seed 51 of 60, by a
+#   push from `Scope::spawn`). crossbeam's CI hides it with -Zmiri-preemption-rate=0, which
+#   would leave this pass few interleavings. Races in flock's own code stay checked by the
+#   strict passes above, over model queues with no such race. Built with
+#   --cfg flock_miri_crossbeam, in a target directory of its own.
 # Miri interprets on one thread, so each test binary of each pass is one job, and the jobs run
 # side by side, as many at once as there are CPUs (scripts/jobs.sh), queued longest first by
 # the seconds they took in a CI run on the 2-vCPU AMD guest (noted beside each).
 strict="-Zmiri-strict-provenance -Zmiri-disable-isolation"
 crossbeam_dir="$CARGO_TARGET_DIR/crossbeam"
 crossbeam_env="CARGO_TARGET_DIR='$crossbeam_dir' RUSTFLAGS='--cfg flock_miri_crossbeam'"
-crossbeam_flags="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks"
+crossbeam_flags="-Zmiri-seed=1 -Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-disable-data-race-detector"
 small=(--lib --test spawn --test scope_join --test panics --test stress)
 extra=(--test resize --test pause --test batch --test waiting --test group)
 echo "== miri: building the strict passes and the real-deque pass"
