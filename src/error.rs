@@ -304,7 +304,8 @@ pub enum ResizeError {
     Shutdown,
     /// The OS refused to start a worker thread; the workers started before it keep running.
     ThreadSpawn(std::io::Error),
-    /// The OS refused to pin a new worker to its core; that worker was not added.
+    /// The OS refused to pin a new worker to its core: that worker and those above it were
+    /// not added (their threads left, running no hook); those below it were.
     PinFailed {
         /// The worker's index.
         worker: usize,

@@ -195,17 +195,30 @@ pub(crate) fn run(
     ready: impl FnOnce(bool),
 ) {
     let pinned = core.is_none_or(crate::pin::pin_current_thread);
+    let queues = registry
+        .crew
+        .take_slot(index, SlotThread::current(), pinned);
+    if !pinned {
+        // Never one of the workers: the build or resize that started us reports the
+        // failure, and we leave at once, running no hook and no task (the slot is already
+        // `Retiring`, so no broadcast picked it).
+        ready(false);
+        if registry.leave_slot(index, queues, true) && registry.is_shutdown() {
+            sweep_as_the_last_to_leave(&registry);
+        }
+        return;
+    }
     let LocalQueues {
         lanes: locals,
         joins,
-    } = registry.crew.take_slot(index, SlotThread::current());
+    } = queues;
     let lanes = locals.len();
     registry
         .shards
         .worker(index)
         .stats
         .set_state(WorkerState::Running);
-    ready(pinned);
+    ready(true);
     let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.shards.worker(index));
     let mode = RunMode::of(lanes, registry.latency.is_some());
     let worker = WorkerThread {
@@ -227,7 +240,7 @@ pub(crate) fn run(
         registry,
     };
     // `CURRENT` for the whole of its loop, the start and stop hooks included.
-    let retired = CURRENT.with(|current| current.enter(&worker, || serve(&worker, index, pinned)));
+    let retired = CURRENT.with(|current| current.enter(&worker, || serve(&worker, index)));
     let WorkerThread {
         locals,
         joins,
@@ -243,54 +256,33 @@ pub(crate) fn run(
     }
 }
 
-/// A worker's life in slot `index`, as `CURRENT`: the start hook, the loop (if `pinned`),
-/// the stop hook. Returns whether the slot retired.
-fn serve(worker: &WorkerThread, index: usize, pinned: bool) -> bool {
+/// A worker's life in slot `index`, as `CURRENT`: the start hook, the loop, the stop hook.
+/// Returns whether the slot retired.
+fn serve(worker: &WorkerThread, index: usize) -> bool {
     let reg = &*worker.registry;
     if let Some(hook) = &reg.cfg.on_worker_start {
         call_guarded("on_worker_start hook", Some(index), || hook(index));
     }
-    // Not pinned: the pool's build or resize reports the failure; this slot retires unused.
-    let mut retired = !pinned;
-    if pinned {
-        let guard = AbortIfPanic("the worker loop");
-        loop {
-            match worker.main_loop() {
-                Exit::Shutdown => break,
-                Exit::Retire
-                    if reg
-                        .crew
-                        .confirm_retire(index, || reg.queues.mailboxes().has(index)) =>
-                {
-                    retired = true;
-                    worker.retire();
-                    break;
-                }
-                // The pool grew back before we left, or a broadcast reached our mailbox
-                // first: carry on (the loop runs the call, then asks again).
-                Exit::Retire => {}
-            }
-        }
-        guard.disarm();
-    } else {
-        // A broadcast may have picked our slot since `take_slot` marked it running: we run
-        // its calls as this slot's worker, and close the slot to broadcasts only with the
-        // mailbox empty, as `confirm_retire` does (no call runs on a retiring slot).
-        let guard = AbortIfPanic("the worker loop");
-        loop {
-            while let Some(job) = reg.queues.mailboxes().take(index) {
-                worker.execute(job, 0);
-            }
-            if reg
-                .crew
-                .close_slot(index, || reg.queues.mailboxes().has(index))
+    let mut retired = false;
+    let guard = AbortIfPanic("the worker loop");
+    loop {
+        match worker.main_loop() {
+            Exit::Shutdown => break,
+            Exit::Retire
+                if reg
+                    .crew
+                    .confirm_retire(index, || reg.queues.mailboxes().has(index)) =>
             {
+                retired = true;
+                worker.retire();
                 break;
             }
+            // The pool grew back before we left, or a broadcast reached our mailbox
+            // first: carry on (the loop runs the call, then asks again).
+            Exit::Retire => {}
         }
-        worker.retire();
-        guard.disarm();
     }
+    guard.disarm();
     // Shut down while beyond the number wanted (a shrink raced the shutdown): the slot is
     // as good as retired, and `Stats::per_worker` should not show it.
     retired |= Crew::retiring(reg.crew.control(), index);
@@ -578,7 +570,7 @@ impl WorkerThread {
     fn hand_over_work(&self) {
         let reg = &*self.registry;
         // No broadcast call waits for us: our slot was marked retiring with the mailbox
-        // empty (`confirm_retire`, `close_slot`), and no broadcast picks it since.
+        // empty (`confirm_retire`), and no broadcast picks it since.
         debug_assert!(
             canary(Canary::Mail) || !reg.queues.mailboxes().has(self.index),
             "flock: a broadcast call reached a retiring worker's hand-over"

@@ -1,7 +1,11 @@
 //! Pinning workers to cores (the `pin` feature, on by default).
 #![cfg(feature = "pin")]
 
-use flock::{BuildError, Pool};
+mod common;
+
+use flock::{BuildError, Pool, ResizeError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// The CPUs the calling thread may run on, as the kernel reports them.
 fn allowed_cpus() -> String {
@@ -94,4 +98,315 @@ fn a_core_that_does_not_exist_is_a_build_error() {
         other => panic!("expected UnknownCore, got {other:?}"),
     }
     assert!(err.to_string().contains("available cores"));
+}
+
+/// The OS refusing to pin, as a container's seccomp profile or a cpuset that changed under the
+/// process makes it: a seccomp filter that fails `sched_setaffinity` with `EPERM`, installed
+/// on a thread of our own (a filter binds its thread and the threads it starts, so the other
+/// tests of this binary are not touched). Worker threads started from that thread, by a
+/// build or a grow, cannot pin.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod refused {
+    use std::ffi::{c_int, c_ulong};
+
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+
+    extern "C" {
+        fn prctl(option: c_int, ...) -> c_int;
+    }
+
+    const PR_SET_NO_NEW_PRIVS: c_int = 38;
+    const PR_SET_SECCOMP: c_int = 22;
+    const SECCOMP_MODE_FILTER: c_ulong = 2;
+    #[cfg(target_arch = "x86_64")]
+    const NR_SCHED_SETAFFINITY: u32 = 203;
+    #[cfg(target_arch = "aarch64")]
+    const NR_SCHED_SETAFFINITY: u32 = 122;
+    const EPERM: u32 = 1;
+
+    /// Runs `f` on a new thread on which `sched_setaffinity` fails with `EPERM`.
+    pub fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        std::thread::spawn(move || {
+            // Load the syscall number (`seccomp_data.nr`, offset 0); `EPERM` for
+            // sched_setaffinity, allow the rest.
+            let filter = [
+                SockFilter {
+                    code: 0x20,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                SockFilter {
+                    code: 0x15,
+                    jt: 0,
+                    jf: 1,
+                    k: NR_SCHED_SETAFFINITY,
+                },
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x0005_0000 | EPERM,
+                },
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x7fff_0000,
+                },
+            ];
+            let prog = SockFprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr(),
+            };
+            // SAFETY: plain prctl calls; the filter outlives the call, which copies it.
+            unsafe {
+                assert_eq!(
+                    prctl(
+                        PR_SET_NO_NEW_PRIVS,
+                        1 as c_ulong,
+                        0 as c_ulong,
+                        0 as c_ulong,
+                        0 as c_ulong
+                    ),
+                    0
+                );
+                assert_eq!(
+                    prctl(
+                        PR_SET_SECCOMP,
+                        SECCOMP_MODE_FILTER,
+                        &prog as *const SockFprog
+                    ),
+                    0
+                );
+            }
+            // The filter works: this thread cannot pin itself either.
+            assert!(!core_affinity::set_for_current(core_affinity::CoreId {
+                id: super::cores()[0]
+            }));
+            f()
+        })
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+/// The ids of this process's threads whose names start with `prefix`.
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| {
+            let t = t.ok()?;
+            let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            comm.starts_with(prefix)
+                .then(|| t.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn a_refused_pin_fails_the_build_and_leaves_no_thread() {
+    common::watchdog(60, "a build whose pinning is refused", || {
+        let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (s, t) = (started.clone(), stopped.clone());
+        let err = refused::run(move || {
+            Pool::builder()
+                .workers(2)
+                .pin_workers(true)
+                .thread_name(|i| format!("pinrefused-{i}"))
+                .on_worker_start(move |_| {
+                    s.fetch_add(1, Ordering::SeqCst);
+                })
+                .on_worker_stop(move |_| {
+                    t.fetch_add(1, Ordering::SeqCst);
+                })
+                .build()
+                .unwrap_err()
+        });
+        let core = cores()[0];
+        assert!(
+            matches!(err, BuildError::PinFailed { worker: 0, core: c } if c == core),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("pin"), "{err}");
+        // The build stopped what it started: every thread is gone, and each one that ran its
+        // start hook ran its stop hook.
+        assert!(
+            threads_named("pinrefused-").is_empty(),
+            "{:?}",
+            threads_named("pinrefused-")
+        );
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            stopped.load(Ordering::SeqCst)
+        );
+    });
+}
+
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn a_grow_whose_pin_is_refused_adds_no_worker_and_the_pool_goes_on() {
+    common::watchdog(60, "a grow whose pinning is refused", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(3)
+                .pin_workers(true)
+                .build()
+                .unwrap(),
+        );
+        let p = pool.clone();
+        let err = refused::run(move || p.resize(3).unwrap_err());
+        assert!(
+            matches!(err, ResizeError::PinFailed { worker: 1, .. }),
+            "{err:?}"
+        );
+        assert_eq!(pool.workers(), 1);
+        assert_eq!(pool.broadcast(|i| i), [0]);
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..1000 {
+            let ran = ran.clone();
+            pool.submit(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 1000);
+        // The slots the failed grow took are free again: a grow from a thread that may pin
+        // fills them.
+        pool.resize(3).unwrap();
+        assert_eq!(pool.workers(), 3);
+        assert_eq!(pool.broadcast(|i| i), [0, 1, 2]);
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
+}
+
+/// A thread whose pinning failed is never one of the pool's workers, not even for the moment
+/// before it leaves: a grow that comes then starts a thread of its own for that slot. Here the
+/// refused thread is held in its start hook, if it runs one, while the pool grows again from
+/// a thread that may pin.
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn a_grow_right_after_a_refused_one_starts_its_own_worker() {
+    common::watchdog(60, "a grow right after a refused one", || {
+        let gate = Arc::new(common::Gate::new());
+        let held = gate.clone();
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .pin_workers(true)
+                .thread_name(|i| format!("pinagain-{i}"))
+                .on_worker_start(move |i| {
+                    if i == 1 && first.swap(false, Ordering::SeqCst) {
+                        held.wait();
+                    }
+                })
+                .build()
+                .unwrap(),
+        );
+        let p = pool.clone();
+        let (err, refused_threads) = refused::run(move || {
+            let err = p.resize(2).unwrap_err();
+            (err, threads_named("pinagain-1"))
+        });
+        assert!(
+            matches!(err, ResizeError::PinFailed { worker: 1, .. }),
+            "{err:?}"
+        );
+        let p = pool.clone();
+        let grow = std::thread::spawn(move || p.resize(2));
+        // A grow that waits for the refused thread to leave needs the gate open first.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        gate.open();
+        grow.join().unwrap().unwrap();
+        assert_eq!(pool.workers(), 2);
+        // Once the refused thread is gone, slot 1 still has a worker: the grow's own.
+        common::eventually(|| {
+            let now = threads_named("pinagain-1");
+            refused_threads.iter().all(|t| !now.contains(t))
+        });
+        assert_eq!(threads_named("pinagain-1").len(), 1);
+        assert_eq!(pool.broadcast(|i| i), [0, 1]);
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
+}
+
+/// Broadcasts racing grows that fail to pin call worker 0 alone: a slot whose thread could
+/// not pin is never `Running`, so no call waits in a mailbox that nobody will read (the
+/// broadcast would hang), and a grow never counts such a thread as a worker (it would then
+/// fail at worker 2, or not at all).
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn broadcasts_racing_refused_grows_call_only_the_workers() {
+    common::watchdog(120, "broadcasts racing refused grows", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(4)
+                .pin_workers(true)
+                .build()
+                .unwrap(),
+        );
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, d) = (pool.clone(), done.clone());
+        let grower = std::thread::spawn(move || {
+            refused::run(move || {
+                let mut failed = 0;
+                while !d.load(Ordering::Relaxed) {
+                    match p.resize(4) {
+                        Err(ResizeError::PinFailed { worker: 1, .. }) => failed += 1,
+                        other => panic!("{other:?}"),
+                    }
+                }
+                failed
+            })
+        });
+        for _ in 0..2000 {
+            let ran = AtomicUsize::new(0);
+            let indices = pool.broadcast(|i| {
+                assert_eq!(flock::current_worker_index(), Some(i));
+                ran.fetch_add(1, Ordering::Relaxed);
+                i
+            });
+            assert_eq!(indices, [0]);
+            assert_eq!(ran.into_inner(), 1);
+        }
+        done.store(true, Ordering::Relaxed);
+        let failed = grower.join().unwrap();
+        assert!(failed > 0);
+        assert_eq!(pool.workers(), 1);
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
 }

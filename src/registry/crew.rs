@@ -25,8 +25,8 @@ enum SlotState {
     Starting,
     /// A thread runs the slot: the only state `Pool::broadcast` calls.
     Running,
-    /// The slot's thread is retiring (running its broadcast calls, handing its work over,
-    /// running its stop hook). Also a thread whose pinning failed (`close_slot`).
+    /// The slot's thread is retiring (handing its work over, running its stop hook). Also
+    /// a thread whose pinning failed, from the moment it takes the slot (`take_slot`).
     Retiring,
     /// The slot's thread left because the pool shut down.
     Exited,
@@ -261,9 +261,17 @@ impl Crew {
     }
 
     /// A new worker thread takes its slot's deques and records itself as the slot's thread.
-    pub(crate) fn take_slot(&self, index: usize, thread: SlotThread) -> LocalQueues {
+    /// A thread whose pinning failed (`pinned` false) marks the slot `Retiring` at once: it
+    /// is never one of the workers, so no broadcast picks it, and a grow that comes before
+    /// it has left waits for it and starts a thread of its own (`claim_slots`), where one
+    /// that read `Running` would count it as a worker and start none.
+    pub(crate) fn take_slot(&self, index: usize, thread: SlotThread, pinned: bool) -> LocalQueues {
         let mut slots = self.slots.lock();
-        slots.state[index] = SlotState::Running;
+        slots.state[index] = if pinned {
+            SlotState::Running
+        } else {
+            SlotState::Retiring
+        };
         slots.threads[index] = Some(thread);
         slots.deques[index]
             .take()
@@ -286,18 +294,6 @@ impl Crew {
         } else {
             false
         }
-    }
-
-    /// A worker whose pinning failed leaves without running its loop: its slot is marked
-    /// retiring, so no broadcast picks it from now on; false if `has_mail` (under `slots`,
-    /// as in `confirm_retire`): it runs the calls first, while its slot is `Running`.
-    pub(crate) fn close_slot(&self, index: usize, has_mail: impl Fn() -> bool) -> bool {
-        let mut slots = self.slots.lock();
-        if has_mail() {
-            return false;
-        }
-        slots.state[index] = SlotState::Retiring;
-        true
     }
 
     /// A worker thread leaves: its deques go back to its slot. `check` runs under `slots`,
