@@ -58,8 +58,9 @@ impl Barrier {
         }
     }
 
-    /// Under loom: the membarrier pairing, with `model` standing in for the system call.
-    #[cfg(flock_loom)]
+    /// Under loom: the membarrier pairing, with `model` standing in for the system call (the
+    /// loom models' tests only).
+    #[cfg(all(flock_loom, test))]
     pub(crate) fn modeled(model: crate::sync::Arc<model::Membarrier>) -> Barrier {
         Barrier {
             mode: AtomicU8::new(HEAVY),
@@ -136,7 +137,9 @@ impl Barrier {
 /// only memory operations of the light side.
 #[cfg(flock_loom)]
 pub(crate) mod model {
-    use crate::sync::{fence, AtomicUsize, Ordering};
+    #[cfg(test)]
+    use crate::sync::fence;
+    use crate::sync::{AtomicUsize, Ordering};
 
     pub(crate) struct Membarrier {
         /// Membarriers issued so far.
@@ -146,6 +149,7 @@ pub(crate) mod model {
     }
 
     impl Membarrier {
+        #[cfg(test)]
         pub(crate) fn new() -> Membarrier {
             Membarrier {
                 requested: AtomicUsize::new(0),
@@ -162,6 +166,7 @@ pub(crate) mod model {
         }
 
         /// The pushing thread, at a point where the barrier may land.
+        #[cfg(test)]
         pub(crate) fn point(&self) {
             let asked = self.requested.load(Ordering::SeqCst);
             if self.passed.load(Ordering::Relaxed) < asked {
@@ -171,6 +176,7 @@ pub(crate) mod model {
         }
 
         /// The pushing thread is done: it passes every later barrier at once.
+        #[cfg(test)]
         pub(crate) fn leave(&self) {
             fence(Ordering::SeqCst);
             self.passed.store(usize::MAX, Ordering::SeqCst);

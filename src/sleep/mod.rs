@@ -72,8 +72,9 @@ impl Sleep {
         }
     }
 
-    /// Under loom: a pool's sleep state with the given pairing (`Barrier::modeled`).
-    #[cfg(flock_loom)]
+    /// Under loom: a pool's sleep state with the given pairing (`Barrier::modeled`; the loom
+    /// models' tests only).
+    #[cfg(all(flock_loom, test))]
     pub(crate) fn with_barrier(workers: usize, barrier: barrier::Barrier) -> Sleep {
         let mut sleep = Sleep::new(workers, false);
         sleep.barrier = barrier;
