@@ -100,110 +100,22 @@ fn a_core_that_does_not_exist_is_a_build_error() {
     assert!(err.to_string().contains("available cores"));
 }
 
-/// The OS refusing to pin, as a container's seccomp profile or a cpuset that changed under the
-/// process makes it: a seccomp filter that fails `sched_setaffinity` with `EPERM`, installed
-/// on a thread of our own (a filter binds its thread and the threads it starts, so the other
-/// tests of this binary are not touched). Worker threads started from that thread, by a
-/// build or a grow, cannot pin.
+#[test]
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-mod refused {
-    use std::ffi::{c_int, c_ulong};
-
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
-
-    extern "C" {
-        fn prctl(option: c_int, ...) -> c_int;
-    }
-
-    const PR_SET_NO_NEW_PRIVS: c_int = 38;
-    const PR_SET_SECCOMP: c_int = 22;
-    const SECCOMP_MODE_FILTER: c_ulong = 2;
-    #[cfg(target_arch = "x86_64")]
-    const NR_SCHED_SETAFFINITY: u32 = 203;
-    #[cfg(target_arch = "aarch64")]
-    const NR_SCHED_SETAFFINITY: u32 = 122;
-    const EPERM: u32 = 1;
-
-    /// Runs `f` on a new thread on which `sched_setaffinity` fails with `EPERM`.
-    pub fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-        std::thread::spawn(move || {
-            // Load the syscall number (`seccomp_data.nr`, offset 0); `EPERM` for
-            // sched_setaffinity, allow the rest.
-            let filter = [
-                SockFilter {
-                    code: 0x20,
-                    jt: 0,
-                    jf: 0,
-                    k: 0,
-                },
-                SockFilter {
-                    code: 0x15,
-                    jt: 0,
-                    jf: 1,
-                    k: NR_SCHED_SETAFFINITY,
-                },
-                SockFilter {
-                    code: 0x06,
-                    jt: 0,
-                    jf: 0,
-                    k: 0x0005_0000 | EPERM,
-                },
-                SockFilter {
-                    code: 0x06,
-                    jt: 0,
-                    jf: 0,
-                    k: 0x7fff_0000,
-                },
-            ];
-            let prog = SockFprog {
-                len: filter.len() as u16,
-                filter: filter.as_ptr(),
-            };
-            // SAFETY: plain prctl calls; the filter outlives the call, which copies it.
-            unsafe {
-                assert_eq!(
-                    prctl(
-                        PR_SET_NO_NEW_PRIVS,
-                        1 as c_ulong,
-                        0 as c_ulong,
-                        0 as c_ulong,
-                        0 as c_ulong
-                    ),
-                    0
-                );
-                assert_eq!(
-                    prctl(
-                        PR_SET_SECCOMP,
-                        SECCOMP_MODE_FILTER,
-                        &prog as *const SockFprog
-                    ),
-                    0
-                );
-            }
-            // The filter works: this thread cannot pin itself either.
-            assert!(!core_affinity::set_for_current(core_affinity::CoreId {
-                id: super::cores()[0]
-            }));
-            f()
-        })
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    }
+fn the_refusing_thread_cannot_pin() {
+    let core = cores()[0];
+    let id = core_affinity::CoreId { id: core };
+    assert!(!common::refuse_pin::run(move || {
+        core_affinity::set_for_current(id)
+    }));
+    assert!(
+        std::thread::spawn(move || core_affinity::set_for_current(id))
+            .join()
+            .unwrap()
+    );
 }
 
 /// The ids of this process's threads whose names start with `prefix`.
@@ -229,7 +141,7 @@ fn a_refused_pin_fails_the_build_and_leaves_no_thread() {
     common::watchdog(60, "a build whose pinning is refused", || {
         let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (s, t) = (started.clone(), stopped.clone());
-        let err = refused::run(move || {
+        let err = common::refuse_pin::run(move || {
             Pool::builder()
                 .workers(2)
                 .pin_workers(true)
@@ -279,7 +191,7 @@ fn a_grow_whose_pin_is_refused_adds_no_worker_and_the_pool_goes_on() {
                 .unwrap(),
         );
         let p = pool.clone();
-        let err = refused::run(move || p.resize(3).unwrap_err());
+        let err = common::refuse_pin::run(move || p.resize(3).unwrap_err());
         assert!(
             matches!(err, ResizeError::PinFailed { worker: 1, .. }),
             "{err:?}"
@@ -334,7 +246,7 @@ fn a_grow_right_after_a_refused_one_starts_its_own_worker() {
                 .unwrap(),
         );
         let p = pool.clone();
-        let (err, refused_threads) = refused::run(move || {
+        let (err, refused_threads) = common::refuse_pin::run(move || {
             let err = p.resize(2).unwrap_err();
             (err, threads_named("pinagain-1"))
         });
@@ -382,7 +294,7 @@ fn broadcasts_racing_refused_grows_call_only_the_workers() {
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (p, d) = (pool.clone(), done.clone());
         let grower = std::thread::spawn(move || {
-            refused::run(move || {
+            common::refuse_pin::run(move || {
                 let mut failed = 0;
                 while !d.load(Ordering::Relaxed) {
                     match p.resize(4) {

@@ -7,7 +7,7 @@
 //! submits a task), then its driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
 //! wait, timed and async waits, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
-//! pause/resume, resize, broadcast, async admission (`submit_async` / `spawn_async`, and
+//! pause/resume, resize (in pinned pools, some grows from a thread that may not pin), broadcast, async admission (`submit_async` / `spawn_async`, and
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
 //! shutdown variants. Tasks do more of the same inside them: joins, scopes with
 //! `Scope::spawn_fifo` beside `Pool::spawn_fifo`, groups, a handle joined, a pause around a
@@ -47,6 +47,8 @@
 //!   tasks), badname (a `thread_name` that panics for the last slot), order (FIFO order of a
 //!   `.fifo()` one-worker pool's scope), unknownlane (submits naming a lane the pool lacks),
 //!   hooks (`on_worker_start` / `on_worker_stop`).
+
+mod common;
 
 use flock::{
     Backpressure, GroupError, JoinError, JoinHandle, Pool, RejectReason, TaskGroup, WaitError,
@@ -406,6 +408,10 @@ struct Config {
     /// With lanes: `strict_priority(true)`. Drawn last: a seed draws its other settings as
     /// before.
     strict_priority: bool,
+    /// Workers pinned (`pin_workers`), and one grow in two made from a thread on which the
+    /// OS refuses to pin (a seccomp filter, `common::refuse_pin`): the threads it starts
+    /// cannot pin, and it fails with `PinFailed`. Drawn after `strict_priority`.
+    refuse_pin: bool,
     latency: bool,
     handler: bool,
     membarrier: bool,
@@ -419,6 +425,13 @@ struct Config {
     hooks: bool,
     end: End,
 }
+
+/// Whether this build can pin, and this platform refuse it (`common::refuse_pin`).
+const CAN_REFUSE_PIN: bool = cfg!(all(
+    feature = "pin",
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
@@ -466,6 +479,10 @@ impl Config {
                 End::Drop,
             ][rng.below(4) as usize],
             strict_priority: rng.chance(1, 2),
+            refuse_pin: CAN_REFUSE_PIN
+                && ops.has(Kind::Resize)
+                && max_workers > workers
+                && rng.chance(1, 4),
         }
     }
 }
@@ -684,6 +701,31 @@ fn check_ran(round: &Round, recs: &[Arc<Rec>], what: &str) {
             ));
         }
     }
+}
+
+/// `pool.resize(n)` from a thread on which the OS refuses to pin.
+#[cfg(all(
+    feature = "pin",
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn resize_where_pinning_is_refused(pool: &Arc<Pool>, n: usize) -> Result<(), flock::ResizeError> {
+    let pool = pool.clone();
+    let r = common::refuse_pin::run(move || pool.resize(n));
+    REFUSED_PIN_RESIZES[0].fetch_add(1, SeqCst);
+    if let Err(flock::ResizeError::PinFailed { .. }) = r {
+        REFUSED_PIN_RESIZES[1].fetch_add(1, SeqCst);
+    }
+    r
+}
+
+#[cfg(not(all(
+    feature = "pin",
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn resize_where_pinning_is_refused(_: &Arc<Pool>, _: usize) -> Result<(), flock::ResizeError> {
+    unreachable!("refuse_pin is drawn only where CAN_REFUSE_PIN")
 }
 
 fn check_broadcast(round: &Round, pool: &Pool, out: &[usize], bad: &AtomicUsize) {
@@ -1235,11 +1277,20 @@ impl Driver {
             }
             Kind::Resize => {
                 let n = self.rng.range(1, round.cfg.max_workers);
-                let r = pool.resize(n);
-                round.log(format!("{name}: resize({n}): {r:?}"));
+                let refused = round.cfg.refuse_pin && self.rng.chance(1, 2);
+                let r = if refused {
+                    resize_where_pinning_is_refused(&pool, n)
+                } else {
+                    pool.resize(n)
+                };
+                round.log(format!(
+                    "{name}: resize({n}, pinning refused: {refused}): {r:?}"
+                ));
                 match r {
                     Ok(()) | Err(flock::ResizeError::Shutdown) => {}
                     Err(flock::ResizeError::ThreadNamePanicked { .. }) if round.cfg.bad_name => {}
+                    // Only a grow starts threads, and the lowest refused is named.
+                    Err(flock::ResizeError::PinFailed { worker, .. }) if refused && worker < n => {}
                     Err(e) => round.fail(format!("resize({n}): {e:?}")),
                 }
             }
@@ -1551,6 +1602,9 @@ fn build(round: &Arc<Round>) -> Pool {
     if cfg.fifo {
         b = b.fifo();
     }
+    if cfg.refuse_pin {
+        b = b.pin_workers(true);
+    }
     if let Some([a, c]) = cfg.lanes {
         b = b
             .lanes(&[("a", a), ("b", c)])
@@ -1579,7 +1633,12 @@ fn build(round: &Arc<Round>) -> Pool {
         let r = Arc::downgrade(round);
         b = b.on_worker_start(move |_| {
             let Some(r) = r.upgrade() else { return };
-            if r.starts.fetch_add(1, SeqCst) % 7 == 6 {
+            let n = r.starts.fetch_add(1, SeqCst);
+            if n % 5 == 2 {
+                // A slow start: other drivers resize meanwhile.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if n % 7 == 6 {
                 std::panic::panic_any(HOOK_PANIC);
             }
         });
@@ -1713,6 +1772,17 @@ fn quiet_checks(round: &Round, pool: &Pool) {
     let s = pool.stats();
     round.log(format!("quiet: {s:?}").replace('\n', " "));
     balance(round, &s, "at quiescence");
+    // Every worker the pool counts has a thread that runs its broadcast call (a grow that
+    // counted a thread whose pinning failed, and that then left, would show here).
+    if !pool.is_shutdown() {
+        let wanted = pool.workers();
+        let out = pool.broadcast(|i| i);
+        if out != (0..wanted).collect::<Vec<_>>() && !pool.is_shutdown() {
+            round.fail(format!(
+                "at quiescence a broadcast reached workers {out:?} of the {wanted} wanted"
+            ));
+        }
+    }
 }
 
 fn balance(round: &Round, s: &flock::Stats, when: &str) {
@@ -1862,6 +1932,10 @@ static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 
 /// Times `group_cancel_while_paused` made its check (the pause undisturbed to the end).
 static PAUSED_CANCEL_CHECKS: AtomicU64 = AtomicU64::new(0);
+
+/// Resizes made from a thread that may not pin, and those of them that failed with
+/// `PinFailed` (a grow that started a thread).
+static REFUSED_PIN_RESIZES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
 /// Keeps this test's deliberate panics quiet; others go to the default hook. A waker that
 /// panics on one of flock's threads is noted once (outside the captured output): flock
@@ -2021,8 +2095,10 @@ fn torture() {
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked",
-        PAUSED_CANCEL_CHECKS.load(SeqCst)
+        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; {} resizes where pinning was refused, {} failed",
+        PAUSED_CANCEL_CHECKS.load(SeqCst),
+        REFUSED_PIN_RESIZES[0].load(SeqCst),
+        REFUSED_PIN_RESIZES[1].load(SeqCst),
     );
     assert!(rounds > 0 && tasks > 0);
 }

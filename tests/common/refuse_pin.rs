@@ -1,0 +1,100 @@
+//! The OS refusing to pin, as a container's seccomp profile or a cpuset that changed under
+//! the process makes it: a seccomp filter that fails `sched_setaffinity` with `EPERM`,
+//! installed on a thread of our own. A filter binds its thread and the threads that thread
+//! starts, so the rest of the test binary is not touched; worker threads started from it, by
+//! a build or a grow, cannot pin. Linux on x86-64 and AArch64.
+#![cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+
+use std::ffi::{c_int, c_ulong};
+
+#[repr(C)]
+struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+#[repr(C)]
+struct SockFprog {
+    len: u16,
+    filter: *const SockFilter,
+}
+
+extern "C" {
+    fn prctl(option: c_int, ...) -> c_int;
+}
+
+const PR_SET_NO_NEW_PRIVS: c_int = 38;
+const PR_SET_SECCOMP: c_int = 22;
+const SECCOMP_MODE_FILTER: c_ulong = 2;
+#[cfg(target_arch = "x86_64")]
+const NR_SCHED_SETAFFINITY: u32 = 203;
+#[cfg(target_arch = "aarch64")]
+const NR_SCHED_SETAFFINITY: u32 = 122;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const EPERM: u32 = 1;
+
+/// Runs `f` on a new thread on which `sched_setaffinity` fails with `EPERM`, and returns
+/// what it returns (its panic, re-raised).
+pub fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::spawn(move || {
+        // Load the syscall number (`seccomp_data.nr`, offset 0); `EPERM` for
+        // sched_setaffinity; allow the rest.
+        let filter = [
+            SockFilter {
+                code: 0x20,
+                jt: 0,
+                jf: 0,
+                k: 0,
+            },
+            SockFilter {
+                code: 0x15,
+                jt: 0,
+                jf: 1,
+                k: NR_SCHED_SETAFFINITY,
+            },
+            SockFilter {
+                code: 0x06,
+                jt: 0,
+                jf: 0,
+                k: SECCOMP_RET_ERRNO | EPERM,
+            },
+            SockFilter {
+                code: 0x06,
+                jt: 0,
+                jf: 0,
+                k: SECCOMP_RET_ALLOW,
+            },
+        ];
+        let prog = SockFprog {
+            len: filter.len() as u16,
+            filter: filter.as_ptr(),
+        };
+        let zero: c_ulong = 0;
+        // SAFETY: two prctl calls with the arguments the kernel documents; the filter
+        // outlives the call, which copies it.
+        unsafe {
+            assert_eq!(
+                prctl(PR_SET_NO_NEW_PRIVS, 1 as c_ulong, zero, zero, zero),
+                0
+            );
+            assert_eq!(
+                prctl(
+                    PR_SET_SECCOMP,
+                    SECCOMP_MODE_FILTER,
+                    &prog as *const SockFprog
+                ),
+                0,
+                "seccomp filter refused"
+            );
+        }
+        f()
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
