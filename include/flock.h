@@ -78,7 +78,8 @@ enum flock_when_full {
     // Run the task on the submitting thread, inside flock_submit.
     FLOCK_WHEN_FULL_CALLER_RUNS = 2,
     // Run the task on a short-lived helper thread (at most max_spawned_threads at once; past
-    // that, wait as FLOCK_WHEN_FULL_BLOCK does).
+    // that, wait as FLOCK_WHEN_FULL_BLOCK does). Where the OS refuses the thread, the task
+    // runs on the submitting thread, inside flock_submit.
     FLOCK_WHEN_FULL_SPAWN_THREAD = 3,
 };
 
@@ -336,7 +337,8 @@ struct flock_stats {
     uint64_t rejected_timeout;
     // Refused with FLOCK_ERR_SHUTDOWN.
     uint64_t rejected_shutdown;
-    // Accepted tasks run on the submitting thread (FLOCK_WHEN_FULL_CALLER_RUNS).
+    // Accepted tasks run on the submitting thread (FLOCK_WHEN_FULL_CALLER_RUNS, and
+    // FLOCK_WHEN_FULL_SPAWN_THREAD where the OS refused the helper thread).
     uint64_t caller_runs;
     // Accepted tasks run on a helper thread (FLOCK_WHEN_FULL_SPAWN_THREAD).
     uint64_t spawned_thread;

@@ -28,6 +28,8 @@ pub enum Backpressure {
     CallerRuns,
     /// Run the task on a new thread, at most
     /// [`max_spawned_threads`](crate::PoolBuilder::max_spawned_threads) at once; beyond that, block.
+    /// Where the OS refuses the thread, the task runs on the submitting thread, as with
+    /// `CallerRuns` (and is counted there, in [`Stats::caller_runs`](crate::Stats::caller_runs)).
     SpawnThread,
 }
 

@@ -108,7 +108,7 @@ fn a_core_that_does_not_exist_is_a_build_error() {
 fn the_refusing_thread_cannot_pin() {
     let core = cores()[0];
     let id = core_affinity::CoreId { id: core };
-    assert!(!common::refuse_pin::run(move || {
+    assert!(!common::refuse::pinning(move || {
         core_affinity::set_for_current(id)
     }));
     assert!(
@@ -141,7 +141,7 @@ fn a_refused_pin_fails_the_build_and_leaves_no_thread() {
     common::watchdog(60, "a build whose pinning is refused", || {
         let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (s, t) = (started.clone(), stopped.clone());
-        let err = common::refuse_pin::run(move || {
+        let err = common::refuse::pinning(move || {
             Pool::builder()
                 .workers(2)
                 .pin_workers(true)
@@ -191,7 +191,7 @@ fn a_grow_whose_pin_is_refused_adds_no_worker_and_the_pool_goes_on() {
                 .unwrap(),
         );
         let p = pool.clone();
-        let err = common::refuse_pin::run(move || p.resize(3).unwrap_err());
+        let err = common::refuse::pinning(move || p.resize(3).unwrap_err());
         assert!(
             matches!(err, ResizeError::PinFailed { worker: 1, .. }),
             "{err:?}"
@@ -246,7 +246,7 @@ fn a_grow_right_after_a_refused_one_starts_its_own_worker() {
                 .unwrap(),
         );
         let p = pool.clone();
-        let (err, refused_threads) = common::refuse_pin::run(move || {
+        let (err, refused_threads) = common::refuse::pinning(move || {
             let err = p.resize(2).unwrap_err();
             (err, threads_named("pinagain-1"))
         });
@@ -294,7 +294,7 @@ fn broadcasts_racing_refused_grows_call_only_the_workers() {
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (p, d) = (pool.clone(), done.clone());
         let grower = std::thread::spawn(move || {
-            common::refuse_pin::run(move || {
+            common::refuse::pinning(move || {
                 let mut failed = 0;
                 while !d.load(Ordering::Relaxed) {
                     match p.resize(4) {

@@ -409,7 +409,7 @@ struct Config {
     /// before.
     strict_priority: bool,
     /// Workers pinned (`pin_workers`), and one grow in two made from a thread on which the
-    /// OS refuses to pin (a seccomp filter, `common::refuse_pin`): the threads it starts
+    /// OS refuses to pin (a seccomp filter, `common::refuse`): the threads it starts
     /// cannot pin, and it fails with `PinFailed`. Drawn after `strict_priority`.
     refuse_pin: bool,
     latency: bool,
@@ -426,7 +426,7 @@ struct Config {
     end: End,
 }
 
-/// Whether this build can pin, and this platform refuse it (`common::refuse_pin`).
+/// Whether this build can pin, and this platform refuse it (`common::refuse`).
 const CAN_REFUSE_PIN: bool = cfg!(all(
     feature = "pin",
     target_os = "linux",
@@ -711,7 +711,7 @@ fn check_ran(round: &Round, recs: &[Arc<Rec>], what: &str) {
 ))]
 fn resize_where_pinning_is_refused(pool: &Arc<Pool>, n: usize) -> Result<(), flock::ResizeError> {
     let pool = pool.clone();
-    let r = common::refuse_pin::run(move || pool.resize(n));
+    let r = common::refuse::pinning(move || pool.resize(n));
     REFUSED_PIN_RESIZES[0].fetch_add(1, SeqCst);
     if let Err(flock::ResizeError::PinFailed { .. }) = r {
         REFUSED_PIN_RESIZES[1].fetch_add(1, SeqCst);

@@ -20,7 +20,8 @@ pub enum flock_when_full {
     /// Run the task on the submitting thread, inside flock_submit.
     FLOCK_WHEN_FULL_CALLER_RUNS = 2,
     /// Run the task on a short-lived helper thread (at most max_spawned_threads at once; past
-    /// that, wait as FLOCK_WHEN_FULL_BLOCK does).
+    /// that, wait as FLOCK_WHEN_FULL_BLOCK does). Where the OS refuses the thread, the task
+    /// runs on the submitting thread, inside flock_submit.
     FLOCK_WHEN_FULL_SPAWN_THREAD = 3,
 }
 

@@ -64,7 +64,8 @@ pub struct flock_stats {
     pub rejected_timeout: u64,
     /// Refused with FLOCK_ERR_SHUTDOWN.
     pub rejected_shutdown: u64,
-    /// Accepted tasks run on the submitting thread (FLOCK_WHEN_FULL_CALLER_RUNS).
+    /// Accepted tasks run on the submitting thread (FLOCK_WHEN_FULL_CALLER_RUNS, and
+    /// FLOCK_WHEN_FULL_SPAWN_THREAD where the OS refused the helper thread).
     pub caller_runs: u64,
     /// Accepted tasks run on a helper thread (FLOCK_WHEN_FULL_SPAWN_THREAD).
     pub spawned_thread: u64,

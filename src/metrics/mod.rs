@@ -64,7 +64,8 @@ pub struct Stats {
     /// Refused because they named a lane the pool does not have
     /// ([`RejectReason::UnknownLane`](crate::RejectReason::UnknownLane)). *(stats)*
     pub rejected_unknown_lane: u64,
-    /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`). *(stats)*
+    /// Accepted tasks run on the submitting thread (`Backpressure::CallerRuns`, and
+    /// `Backpressure::SpawnThread` where the OS refused the helper thread). *(stats)*
     pub caller_runs: u64,
     /// Accepted tasks run on a helper thread (`Backpressure::SpawnThread`). *(stats)*
     pub spawned_thread: u64,

@@ -362,13 +362,17 @@ impl Registry {
 
     #[cold]
     fn run_on_helper(this: &Arc<Registry>, shard: &Shard, job: Job, lane: usize) {
-        shard.stats.stat_shared(Stat::SpawnedThread, 1);
         let slot = std::sync::Arc::new(Mutex::new(Some(job)));
         let theirs = slot.clone();
         let registry = this.clone();
         let spawned = thread::spawn("flock-helper".into(), None, move || {
             if let Some(job) = theirs.lock().take() {
-                registry.run_off_worker(registry.shards.external(), job, lane);
+                // Counted here, on its thread (a thread the OS refused counts it as run by
+                // its caller, below), and before it runs: a `wait()` that returns after it
+                // reads the count with it.
+                let shard = registry.shards.external();
+                shard.stats.stat_shared(Stat::SpawnedThread, 1);
+                registry.run_off_worker(shard, job, lane);
             }
             registry.gate.give_back_helper_slot();
         });
@@ -377,7 +381,9 @@ impl Registry {
                 this.crew.add_helper(handle);
             }
             Err(_) => {
-                // The OS refused a thread: run the task here rather than lose it.
+                // The OS refused a thread: run the task here rather than lose it, counted as
+                // what it is, a task run on its submitting thread.
+                shard.stats.stat_shared(Stat::CallerRuns, 1);
                 this.gate.give_back_helper_slot();
                 if let Some(job) = slot.lock().take() {
                     this.run_off_worker(shard, job, lane);

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod refuse_pin;
+pub mod refuse;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;

@@ -1,0 +1,115 @@
+//! What the pool does when the OS refuses it a thread: a grow keeps the workers it had, a
+//! build fails cleanly, and `Backpressure::SpawnThread` runs the task on its caller rather
+//! than lose it. The refusals come from a seccomp filter on one thread (`common::refuse`).
+#![cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+
+mod common;
+
+use common::{stall_all, watchdog};
+use flock::{Backpressure, BuildError, Pool, ResizeError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+
+#[test]
+fn the_refusing_thread_cannot_start_threads() {
+    let err = common::refuse::threads(|| std::thread::Builder::new().spawn(|| ()).unwrap_err());
+    assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock, "{err}");
+    std::thread::spawn(|| ()).join().unwrap();
+}
+
+#[test]
+fn a_build_refused_its_threads_fails_and_runs_no_hook() {
+    watchdog(60, "a build refused its threads", || {
+        let hooks = Arc::new(AtomicUsize::new(0));
+        let (a, b) = (hooks.clone(), hooks.clone());
+        let err = common::refuse::threads(move || {
+            Pool::builder()
+                .workers(2)
+                .on_worker_start(move |_| {
+                    a.fetch_add(1, Ordering::SeqCst);
+                })
+                .on_worker_stop(move |_| {
+                    b.fetch_add(1, Ordering::SeqCst);
+                })
+                .build()
+                .unwrap_err()
+        });
+        assert!(matches!(err, BuildError::ThreadSpawn(_)), "{err:?}");
+        assert_eq!(hooks.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn a_grow_refused_its_threads_keeps_the_workers_it_had() {
+    watchdog(60, "a grow refused its threads", || {
+        let pool = Arc::new(Pool::builder().workers(1).max_workers(3).build().unwrap());
+        let p = pool.clone();
+        let err = common::refuse::threads(move || p.resize(3).unwrap_err());
+        assert!(matches!(&err, ResizeError::ThreadSpawn(_)), "{err:?}");
+        assert_eq!(pool.workers(), 1);
+        assert_eq!(pool.broadcast(|i| i), [0]);
+        assert_eq!(pool.stats().per_worker.len(), 1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..1000 {
+            let ran = ran.clone();
+            pool.submit(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        pool.wait().unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 1000);
+        // The slots are free again for a thread that may start threads.
+        pool.resize(3).unwrap();
+        assert_eq!(pool.broadcast(|i| i), [0, 1, 2]);
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
+}
+
+/// `SpawnThread` with the pool full: the OS refuses the helper, so the task runs inside the
+/// submit, on the submitting thread, and is counted as run by its caller; the helper slot
+/// it held is given back, so the next full submit gets a helper once threads may start.
+#[test]
+fn spawn_thread_runs_the_task_on_its_caller_when_the_os_refuses_the_thread() {
+    watchdog(60, "spawn thread refused", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .capacity(1)
+                .when_full(Backpressure::SpawnThread)
+                .max_spawned_threads(1)
+                .build()
+                .unwrap(),
+        );
+        let gate = stall_all(&pool);
+        pool.submit(|| ()).unwrap(); // the queue is full from here
+        let p = pool.clone();
+        let (on, caller) = common::refuse::threads(move || {
+            let (tx, rx) = mpsc::channel();
+            p.submit(move || tx.send(std::thread::current().id()).unwrap())
+                .unwrap();
+            // It ran before the submit returned.
+            (rx.try_recv().unwrap(), std::thread::current().id())
+        });
+        assert_eq!(on, caller);
+        let s = pool.stats();
+        assert_eq!((s.caller_runs, s.spawned_thread), (1, 0));
+        // The helper slot was given back: with threads allowed, the next one gets a helper.
+        let (tx, rx) = mpsc::channel();
+        pool.submit(move || {
+            tx.send(std::thread::current().name().map(str::to_owned))
+                .unwrap()
+        })
+        .unwrap();
+        assert_eq!(rx.recv().unwrap().as_deref(), Some("flock-helper"));
+        gate.open();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!((s.caller_runs, s.spawned_thread), (1, 1));
+        assert_eq!(s.submitted, s.completed);
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
+}
