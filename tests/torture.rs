@@ -7,7 +7,7 @@
 //! submits a task), then its driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
 //! wait, timed and async waits, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
-//! pause/resume, resize (in pinned pools, some grows from a thread that may not pin), broadcast, async admission (`submit_async` / `spawn_async`, and
+//! pause/resume, resize (some from a thread that may not start threads or, in pinned pools, pin them), broadcast, async admission (`submit_async` / `spawn_async`, and
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
 //! shutdown variants. Tasks do more of the same inside them: joins, scopes with
 //! `Scope::spawn_fifo` beside `Pool::spawn_fifo`, groups, a handle joined, a pause around a
@@ -408,10 +408,11 @@ struct Config {
     /// With lanes: `strict_priority(true)`. Drawn last: a seed draws its other settings as
     /// before.
     strict_priority: bool,
-    /// Workers pinned (`pin_workers`), and one grow in two made from a thread on which the
-    /// OS refuses to pin (a seccomp filter, `common::refuse`): the threads it starts
-    /// cannot pin, and it fails with `PinFailed`. Drawn after `strict_priority`.
-    refuse_pin: bool,
+    /// One resize in two made from a thread on which the OS refuses what a grow needs (a
+    /// seccomp filter, `common::refuse`): new threads (`ThreadSpawn`), or, the workers
+    /// being pinned (`pin_workers`) where the build can pin, pinning them (`PinFailed`).
+    /// Drawn after `strict_priority`.
+    refuse_os: bool,
     latency: bool,
     handler: bool,
     membarrier: bool,
@@ -426,9 +427,8 @@ struct Config {
     end: End,
 }
 
-/// Whether this build can pin, and this platform refuse it (`common::refuse`).
-const CAN_REFUSE_PIN: bool = cfg!(all(
-    feature = "pin",
+/// Whether this platform can refuse threads and pinning to one thread (`common::refuse`).
+const CAN_REFUSE: bool = cfg!(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ));
@@ -479,7 +479,7 @@ impl Config {
                 End::Drop,
             ][rng.below(4) as usize],
             strict_priority: rng.chance(1, 2),
-            refuse_pin: CAN_REFUSE_PIN
+            refuse_os: CAN_REFUSE
                 && ops.has(Kind::Resize)
                 && max_workers > workers
                 && rng.chance(1, 4),
@@ -703,29 +703,48 @@ fn check_ran(round: &Round, recs: &[Arc<Rec>], what: &str) {
     }
 }
 
-/// `pool.resize(n)` from a thread on which the OS refuses to pin.
+/// What a thread that resizes may not do (`Config::refuse_os`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refuse {
+    Pinning,
+    Threads,
+}
+
+/// Whether the round's pool pins its workers: `refuse_os` in a build that can pin.
+fn pins(cfg: &Config) -> bool {
+    cfg.refuse_os && cfg!(feature = "pin")
+}
+
+/// `pool.resize(n)` from a thread on which the OS refuses `what`.
 #[cfg(all(
-    feature = "pin",
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-fn resize_where_pinning_is_refused(pool: &Arc<Pool>, n: usize) -> Result<(), flock::ResizeError> {
+fn resize_where_refused(
+    pool: &Arc<Pool>,
+    n: usize,
+    what: Refuse,
+) -> Result<(), flock::ResizeError> {
     let pool = pool.clone();
-    let r = common::refuse::pinning(move || pool.resize(n));
-    REFUSED_PIN_RESIZES[0].fetch_add(1, SeqCst);
-    if let Err(flock::ResizeError::PinFailed { .. }) = r {
-        REFUSED_PIN_RESIZES[1].fetch_add(1, SeqCst);
-    }
+    let r = match what {
+        Refuse::Pinning => common::refuse::pinning(move || pool.resize(n)),
+        Refuse::Threads => common::refuse::threads(move || pool.resize(n)),
+    };
+    let failed = matches!(
+        r,
+        Err(flock::ResizeError::PinFailed { .. } | flock::ResizeError::ThreadSpawn(_))
+    );
+    REFUSED_RESIZES[what as usize][0].fetch_add(1, SeqCst);
+    REFUSED_RESIZES[what as usize][1].fetch_add(u64::from(failed), SeqCst);
     r
 }
 
 #[cfg(not(all(
-    feature = "pin",
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 )))]
-fn resize_where_pinning_is_refused(_: &Arc<Pool>, _: usize) -> Result<(), flock::ResizeError> {
-    unreachable!("refuse_pin is drawn only where CAN_REFUSE_PIN")
+fn resize_where_refused(_: &Arc<Pool>, _: usize, _: Refuse) -> Result<(), flock::ResizeError> {
+    unreachable!("refuse_os is drawn only where CAN_REFUSE")
 }
 
 fn check_broadcast(round: &Round, pool: &Pool, out: &[usize], bad: &AtomicUsize) {
@@ -1277,20 +1296,24 @@ impl Driver {
             }
             Kind::Resize => {
                 let n = self.rng.range(1, round.cfg.max_workers);
-                let refused = round.cfg.refuse_pin && self.rng.chance(1, 2);
-                let r = if refused {
-                    resize_where_pinning_is_refused(&pool, n)
-                } else {
-                    pool.resize(n)
+                let refused = match round.cfg.refuse_os && self.rng.chance(1, 2) {
+                    false => None,
+                    true if pins(&round.cfg) && self.rng.chance(1, 2) => Some(Refuse::Pinning),
+                    true => Some(Refuse::Threads),
                 };
-                round.log(format!(
-                    "{name}: resize({n}, pinning refused: {refused}): {r:?}"
-                ));
+                let r = match refused {
+                    Some(what) => resize_where_refused(&pool, n, what),
+                    None => pool.resize(n),
+                };
+                round.log(format!("{name}: resize({n}), refused: {refused:?}: {r:?}"));
                 match r {
                     Ok(()) | Err(flock::ResizeError::Shutdown) => {}
                     Err(flock::ResizeError::ThreadNamePanicked { .. }) if round.cfg.bad_name => {}
                     // Only a grow starts threads, and the lowest refused is named.
-                    Err(flock::ResizeError::PinFailed { worker, .. }) if refused && worker < n => {}
+                    Err(flock::ResizeError::PinFailed { worker, .. })
+                        if refused == Some(Refuse::Pinning) && worker < n => {}
+                    Err(flock::ResizeError::ThreadSpawn(_)) if refused == Some(Refuse::Threads) => {
+                    }
                     Err(e) => round.fail(format!("resize({n}): {e:?}")),
                 }
             }
@@ -1602,7 +1625,7 @@ fn build(round: &Arc<Round>) -> Pool {
     if cfg.fifo {
         b = b.fifo();
     }
-    if cfg.refuse_pin {
+    if pins(cfg) {
         b = b.pin_workers(true);
     }
     if let Some([a, c]) = cfg.lanes {
@@ -1933,9 +1956,12 @@ static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 /// Times `group_cancel_while_paused` made its check (the pause undisturbed to the end).
 static PAUSED_CANCEL_CHECKS: AtomicU64 = AtomicU64::new(0);
 
-/// Resizes made from a thread that may not pin, and those of them that failed with
-/// `PinFailed` (a grow that started a thread).
-static REFUSED_PIN_RESIZES: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Resizes made from a thread that may not pin (`[0]`) or start threads (`[1]`): how many,
+/// and how many failed for it (a grow that started a thread).
+static REFUSED_RESIZES: [[AtomicU64; 2]; 2] = [
+    [AtomicU64::new(0), AtomicU64::new(0)],
+    [AtomicU64::new(0), AtomicU64::new(0)],
+];
 
 /// Keeps this test's deliberate panics quiet; others go to the default hook. A waker that
 /// panics on one of flock's threads is noted once (outside the captured output): flock
@@ -2095,10 +2121,12 @@ fn torture() {
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; {} resizes where pinning was refused, {} failed",
+        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; resizes where pinning was refused {} ({} failed), where threads were {} ({} failed)",
         PAUSED_CANCEL_CHECKS.load(SeqCst),
-        REFUSED_PIN_RESIZES[0].load(SeqCst),
-        REFUSED_PIN_RESIZES[1].load(SeqCst),
+        REFUSED_RESIZES[0][0].load(SeqCst),
+        REFUSED_RESIZES[0][1].load(SeqCst),
+        REFUSED_RESIZES[1][0].load(SeqCst),
+        REFUSED_RESIZES[1][1].load(SeqCst),
     );
     assert!(rounds > 0 && tasks > 0);
 }
