@@ -525,7 +525,7 @@ fn loom_a_membarrier_covers_only_its_era() {
             }
             let mut searching = woken;
             loop {
-                self.sleep.announce_parked(index, searching);
+                assert!(self.sleep.announce_parked(index, searching));
                 // The re-check: the queue and the exit.
                 let exit = self.exit.load(Ordering::SeqCst);
                 if exit || self.job.load(Ordering::Acquire) == 1 {
@@ -565,7 +565,7 @@ fn loom_a_membarrier_covers_only_its_era() {
         // Worker 0's first park: the era's membarrier (the pusher passes it at one of its
         // points), a re-check whose result does not matter, then a wake that ends the era
         // (ours, or the pusher's if its fenced path saw worker 0 asleep).
-        shared.sleep.announce_parked(0, false);
+        assert!(shared.sleep.announce_parked(0, false));
         shared.sleep.wake_one();
         let workers: Vec<_> = (0..2)
             .map(|index| {

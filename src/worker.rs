@@ -734,7 +734,7 @@ impl WorkerThread {
         let sleep = &reg.sleep;
         self.shard().stats.set_state(WorkerState::Parked);
         self.shard().stats.stat_owned(Stat::ParkAttempts, 1);
-        sleep.announce_parked(self.index, searching);
+        let ordered = sleep.announce_parked(self.index, searching);
         let exit = reg.may_exit();
         // After F2, so a `resize` or `resume` whose `wake_all` missed us is seen here.
         let control = reg.crew.control();
@@ -761,7 +761,7 @@ impl WorkerThread {
             return Parked::Resume { searching: true };
         }
         self.shard().stats.stat_owned(Stat::Parks, 1);
-        sleep.park(self.index);
+        sleep.park_announced(self.index, ordered);
         self.shard().stats.stat_owned(Stat::Wakeups, 1);
         Parked::Resume { searching: true }
     }

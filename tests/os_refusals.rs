@@ -113,3 +113,56 @@ fn spawn_thread_runs_the_task_on_its_caller_when_the_os_refuses_the_thread() {
         Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
     });
 }
+
+/// A pool built where the membarrier works, grown from a thread where it is refused: the new
+/// worker's first park has it refused, so the pool falls back to fences, and that worker's
+/// parks last at most a grace period until one has lasted it; from then on it parks as any
+/// other, with no membarrier. The pool keeps running tasks that block after a local push
+/// (the pattern the membarrier pairs with), and once idle it stays asleep: no worker wakes
+/// by itself.
+#[test]
+fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
+    watchdog(120, "a refused membarrier", || {
+        let pool = Arc::new(Pool::builder().workers(1).max_workers(2).build().unwrap());
+        if !pool.uses_membarrier() {
+            eprintln!("no membarrier on this kernel: nothing to refuse");
+            return;
+        }
+        let p = pool.clone();
+        common::refuse::membarrier(move || p.resize(2)).unwrap();
+        // Worker 1 parks while worker 0 is held awake: the first to park in its era, it must
+        // issue the membarrier itself, and has it refused.
+        let (hold, holder) = common::hold_worker_0(&pool);
+        common::eventually(|| !pool.uses_membarrier());
+        hold.open();
+        holder.join().unwrap();
+        // Tasks that push and then block until what they pushed has run elsewhere, one at a
+        // time (two at once could hold both workers, each waiting for its own push).
+        for _ in 0..2000 {
+            let (tx, rx) = mpsc::channel();
+            pool.submit(move || {
+                flock::spawn(move || tx.send(()).unwrap());
+                rx.recv().unwrap();
+            })
+            .unwrap();
+            pool.wait().unwrap();
+        }
+        // Worker 1 parks alone again (worker 0 held awake), so its era needs a membarrier of
+        // its own: a park whose membarrier was refused may end once, by itself, after its
+        // grace; then the refusal is settled and the idle worker stays asleep.
+        let (hold, holder) = common::hold_worker_0(&pool);
+        let idle = || {
+            let parked = || pool.stats().per_worker[1].state == flock::WorkerState::Parked;
+            common::eventually(parked);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            common::eventually(parked);
+        };
+        idle();
+        let woke = pool.stats().wakeups;
+        idle();
+        assert_eq!(pool.stats().wakeups, woke, "an idle worker woke by itself");
+        hold.open();
+        holder.join().unwrap();
+        Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
+    });
+}

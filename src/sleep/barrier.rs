@@ -17,7 +17,7 @@ use crate::sync::{canary, fence, Canary, Ordering};
 use crate::sys::membarrier as sys;
 #[cfg(all(test, not(flock_loom)))]
 use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::{compiler_fence, AtomicU8};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU8};
 
 const HEAVY: u8 = 1;
 const FENCED: u8 = 2;
@@ -30,8 +30,8 @@ pub(crate) struct Barrier {
     mode: AtomicU8,
     /// Whether this pool registered for the membarrier: from then on parks issue it (once
     /// per era, `Sleep::barrier_before_recheck`), also after `mode` fell back to `FENCED`,
-    /// since pushes from before the fall-back skipped their fence.
-    registered: bool,
+    /// since pushes from before the fall-back skipped their fence; until `settle`.
+    registered: AtomicBool,
     /// Membarriers issued by this pool's parks, for the test that a pool without them
     /// issues none.
     #[cfg(all(test, not(flock_loom)))]
@@ -50,7 +50,7 @@ impl Barrier {
         let heavy = membarrier && !cfg!(any(flock_loom, miri)) && sys::register();
         Barrier {
             mode: AtomicU8::new(if heavy { HEAVY } else { FENCED }),
-            registered: heavy,
+            registered: AtomicBool::new(heavy),
             #[cfg(all(test, not(flock_loom)))]
             issued: AtomicUsize::new(0),
             #[cfg(flock_loom)]
@@ -64,7 +64,7 @@ impl Barrier {
     pub(crate) fn modeled(model: crate::sync::Arc<model::Membarrier>) -> Barrier {
         Barrier {
             mode: AtomicU8::new(HEAVY),
-            registered: true,
+            registered: AtomicBool::new(true),
             model: Some(model),
         }
     }
@@ -90,18 +90,32 @@ impl Barrier {
         }
     }
 
-    /// Whether this pool's parks issue the membarrier (it registered for it).
+    /// Whether this pool's parks issue the membarrier (it registered for it, and no refusal
+    /// has settled since).
     pub(crate) fn registered(&self) -> bool {
-        self.registered
+        self.registered.load(Ordering::Relaxed)
+    }
+
+    /// After a refusal (`issue` returned false): the grace `Sleep::park_announced` waited
+    /// has passed since `mode` fell back to `FENCED`, so every push that skipped its fence is
+    /// visible by now, and every later push fences. Parks issue no membarrier from here on.
+    /// Relaxed: a worker that still reads `true` issues one more, which is harmless.
+    #[cfg(not(flock_loom))]
+    pub(crate) fn settle(&self) {
+        self.registered.store(false, Ordering::Relaxed);
     }
 
     /// The heavy side: one membarrier, after a parking worker's F2 and before its re-check of
     /// the queues (`Sleep::barrier_before_recheck`, which skips it where an earlier one of
-    /// the same era covers the worker). Returns whether one was issued: then every thread of
-    /// the process passed a full barrier during the call.
+    /// the same era covers the worker). True when it was issued (every thread of the process
+    /// passed a full barrier during the call) or none is needed (not registered, or a
+    /// refusal settled). False when it was refused (the kernel stopped offering it, or a
+    /// seccomp filter on this thread that the pool's building thread did not have): the
+    /// pool falls back to `FENCED` at once, and the caller cannot count on the pushes from
+    /// before the fall-back (docs/protocol.md, "A membarrier refused").
     pub(crate) fn issue(&self) -> bool {
-        if !self.registered {
-            return false;
+        if !self.registered() {
+            return true;
         }
         #[cfg(all(test, not(flock_loom)))]
         self.issued.fetch_add(1, Ordering::Relaxed);
@@ -113,9 +127,9 @@ impl Barrier {
         if sys::barrier() {
             return true;
         }
-        // Refused after a successful registration (should not happen): from now on every
-        // push fences. Pushes that skipped their fence before this are not ordered with our
-        // re-check, so re-register and try once more.
+        // Refused after a successful registration: from now on every push fences. Pushes
+        // that skipped their fence before this are not ordered with our re-check, so
+        // re-register and try once more.
         self.mode.store(FENCED, Ordering::Relaxed);
         sys::register() && sys::barrier()
     }

@@ -4,6 +4,8 @@
 use crate::sync::{fence, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::sync::PoisonError;
+#[cfg(not(flock_loom))]
+use std::time::{Duration, Instant};
 
 pub(crate) mod barrier;
 mod sleepers;
@@ -16,6 +18,12 @@ const SLEEPING_ONE: u64 = 1 << 32;
 /// How many sleepers a searcher that found work wakes when more is queued
 /// (`Sleep::wake_for_found_work`): two, so the awake workers double each hop of a ramp.
 const FINDER_WAKES: usize = 2;
+
+/// How long a worker whose membarrier was refused sleeps before it looks again
+/// (`Sleep::park_announced`): far beyond the time a store takes to reach other cores, so
+/// that a push that skipped its fence before the fall-back is visible by then.
+#[cfg(not(flock_loom))]
+const REFUSED_GRACE: Duration = Duration::from_millis(1);
 
 fn searching(state: u64) -> u64 {
     state & (SLEEPING_ONE - 1)
@@ -132,7 +140,12 @@ impl Sleep {
 
     /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2), then the heavy
     /// side of the asymmetric barrier unless a membarrier already covers our era.
-    pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) {
+    ///
+    /// Returns false when our era needed a membarrier and it was refused: the re-check may
+    /// then miss a push that skipped its fence, and the park must be `park_announced`'s
+    /// bounded one (docs/protocol.md, "A membarrier refused").
+    #[must_use]
+    pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) -> bool {
         let mut sleepers = self.sleepers();
         let era = sleepers.push(index);
         let delta = if was_searching {
@@ -148,9 +161,7 @@ impl Sleep {
         // `transition_from_searching`; after it, either a submitter sees us sleeping or our
         // re-check sees its job.
         fence(Ordering::SeqCst);
-        if !covered {
-            self.barrier_before_recheck(era);
-        }
+        covered || self.barrier_before_recheck(era)
     }
 
     /// The heavy side of the asymmetric barrier, which pairs with the light side of every
@@ -158,17 +169,19 @@ impl Sleep {
     /// (docs/protocol.md, "One membarrier per era"). A worker that finds one in flight waits
     /// for it, and then needs none of its own if it covers our era.
     #[cold]
-    fn barrier_before_recheck(&self, era: u64) {
+    fn barrier_before_recheck(&self, era: u64) -> bool {
         if !self.barrier.registered() {
-            return;
+            return true;
         }
         let _turn = lock(&self.barrier_turn);
         if self.sleepers().barrier_covers(era) {
-            return;
+            return true;
         }
-        if self.barrier.issue() {
-            self.sleepers().cover(era);
+        if !self.barrier.issue() {
+            return false;
         }
+        self.sleepers().cover(era);
+        true
     }
 
     /// Takes back an announcement: we are a searcher again either way. Returns true if we
@@ -190,6 +203,29 @@ impl Sleep {
             .fetch_add(SEARCHING_ONE.wrapping_sub(SLEEPING_ONE), Ordering::SeqCst);
         self.count_write();
         true
+    }
+
+    /// Blocks the calling worker, announced and past its re-check, until its token is set;
+    /// where `announce_parked` said its membarrier was refused (`ordered` false), for at most
+    /// `REFUSED_GRACE`: then it takes its announcement back (or consumes the token of a
+    /// waker that chose it meanwhile) and returns a searcher, to look again, as a re-check
+    /// that found work does. A wait of the whole grace settles the refusal
+    /// (`Barrier::settle`). Either way the caller is a searcher when this returns.
+    pub(crate) fn park_announced(&self, index: usize, ordered: bool) {
+        #[cfg(not(flock_loom))]
+        if !ordered {
+            if self.parkers[index].park_timeout(REFUSED_GRACE) {
+                return;
+            }
+            if !self.cancel_park(index) {
+                self.park(index);
+            }
+            self.barrier.settle();
+            return;
+        }
+        #[cfg(flock_loom)]
+        debug_assert!(ordered, "the model membarrier is never refused");
+        self.park(index);
     }
 
     /// Blocks the calling worker until its token is set.
@@ -509,6 +545,26 @@ impl Parker {
         *token = false;
     }
 
+    /// `park` for at most `timeout`; whether it took a token.
+    #[cfg(not(flock_loom))]
+    fn park_timeout(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*token {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            token = self
+                .cond
+                .wait_timeout(token, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *token = false;
+        true
+    }
+
     pub(crate) fn unpark(&self) {
         let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
         *token = true;
@@ -542,8 +598,8 @@ mod tests {
     fn a_wake_moves_one_sleeper_to_searching_and_leaves_a_token() {
         let sleep = Sleep::new(2, true);
         assert!(sleep.transition_to_searching(2));
-        sleep.announce_parked(0, true);
-        sleep.announce_parked(1, false);
+        assert!(sleep.announce_parked(0, true));
+        assert!(sleep.announce_parked(1, false));
         assert_eq!(sleep.counts(), (0, 2));
         assert!(sleep.wake_one());
         assert_eq!(sleep.counts(), (1, 1));
@@ -564,7 +620,7 @@ mod tests {
     fn wake_all_empties_the_sleeper_list() {
         let sleep = Sleep::new(3, true);
         for i in 0..3 {
-            sleep.announce_parked(i, false);
+            assert!(sleep.announce_parked(i, false));
         }
         sleep.wake_all();
         assert_eq!(sleep.counts(), (3, 0));
@@ -580,7 +636,7 @@ mod tests {
     fn an_outside_submit_wakes_at_most_one_and_only_for_jobs_beyond_the_searchers() {
         let sleep = Sleep::new(4, true);
         for i in 0..4 {
-            sleep.announce_parked(i, false);
+            assert!(sleep.announce_parked(i, false));
         }
         assert_eq!(sleep.counts(), (0, 4));
         // No searcher: one wake, even if a worker took the job already (length 0).

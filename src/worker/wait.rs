@@ -154,7 +154,7 @@ impl WorkerThread {
         }
         self.shard().stats.set_state(WorkerState::Parked);
         self.shard().stats.stat_owned(Stat::ParkAttempts, 1);
-        sleep.announce_parked(self.index, searching);
+        let ordered = sleep.announce_parked(self.index, searching);
         // After F2 and the asymmetric barrier: a set after `fall_asleep` sees SLEEPING and
         // wakes us; work pushed before our announcement is visible to the re-check.
         let paused = Crew::paused(self.registry.crew.control());
@@ -165,7 +165,7 @@ impl WorkerThread {
             }
         } else {
             self.shard().stats.stat_owned(Stat::Parks, 1);
-            sleep.park(self.index);
+            sleep.park_announced(self.index, ordered);
             self.shard().stats.stat_owned(Stat::Wakeups, 1);
             latch.wake_up();
         }

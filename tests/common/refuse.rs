@@ -8,6 +8,8 @@
 //!   thread, by a build or a grow, cannot pin.
 //! - [`threads`]: `clone` and `clone3` fail with `EAGAIN` (as at a thread limit); the thread
 //!   cannot start threads.
+//! - [`membarrier`]: `membarrier` fails with `EPERM`; workers started from the thread cannot
+//!   issue the one their parks need.
 #![cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -45,6 +47,10 @@ const NR_CLONE: u32 = 56;
 #[cfg(target_arch = "aarch64")]
 const NR_CLONE: u32 = 220;
 const NR_CLONE3: u32 = 435;
+#[cfg(target_arch = "x86_64")]
+const NR_MEMBARRIER: u32 = 324;
+#[cfg(target_arch = "aarch64")]
+const NR_MEMBARRIER: u32 = 283;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const EPERM: u32 = 1;
@@ -60,6 +66,12 @@ pub fn pinning<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
 /// `EAGAIN`), and returns what it returns (its panic, re-raised).
 pub fn threads<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     run_refusing(&[NR_CLONE, NR_CLONE3], EAGAIN, f)
+}
+
+/// Runs `f` on a new thread on which `membarrier` fails with `EPERM`, and returns what it
+/// returns (its panic, re-raised).
+pub fn membarrier<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    run_refusing(&[NR_MEMBARRIER], EPERM, f)
 }
 
 fn run_refusing<R: Send + 'static>(
