@@ -281,10 +281,9 @@ impl PoolBuilder {
     /// Pins worker `i` to the `i`-th CPU this process may run on (wrapping around).
     ///
     /// Where the OS refuses (a seccomp profile, a cpuset changed since), [`build`](Self::build)
-    /// fails with [`BuildError::PinFailed`] and [`Pool::resize`](crate::Pool::resize) with
-    /// [`ResizeError::PinFailed`](crate::ResizeError::PinFailed), naming the lowest worker
-    /// refused: a thread that could not pin leaves before it runs any hook or task, and is
-    /// never counted among the workers.
+    /// fails with [`BuildError::PinFailed`] and [`Pool::resize`] with
+    /// [`ResizeError::PinFailed`], naming the lowest worker refused: a thread that could not
+    /// pin leaves before it runs any hook or task, and is never counted among the workers.
     ///
     /// Needs the `pin` feature (on by default); without it, [`build`](Self::build) fails with
     /// [`BuildError::PinningUnavailable`] when pinning is asked for.
