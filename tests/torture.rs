@@ -7,7 +7,7 @@
 //! submits a task), then its driver threads draw operations for a while:
 //! submit, spawn, join, scope and `scope_fifo`, FIFO spawns, batches, task groups (spawn,
 //! wait, timed and async waits, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
-//! pause/resume, resize (some from a thread that may not start threads or, in pinned pools, pin them), broadcast, async admission (`submit_async` / `spawn_async`, and
+//! pause/resume, resize (some from a thread that may not start threads, or may not let them pin or issue a membarrier), broadcast, async admission (`submit_async` / `spawn_async`, and
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
 //! shutdown variants. Tasks do more of the same inside them: joins, scopes with
 //! `Scope::spawn_fifo` beside `Pool::spawn_fifo`, groups, a handle joined, a pause around a
@@ -410,8 +410,9 @@ struct Config {
     strict_priority: bool,
     /// One resize in two made from a thread on which the OS refuses what a grow needs (a
     /// seccomp filter, `common::refuse`): new threads (`ThreadSpawn`), or, the workers
-    /// being pinned (`pin_workers`) where the build can pin, pinning them (`PinFailed`).
-    /// Drawn after `strict_priority`.
+    /// being pinned (`pin_workers`) where the build can pin, pinning them (`PinFailed`), or
+    /// the membarrier their parks issue (the pool falls back to fences, and the refused
+    /// worker's parks are bounded until the refusal settles). Drawn after `strict_priority`.
     refuse_os: bool,
     latency: bool,
     handler: bool,
@@ -708,6 +709,7 @@ fn check_ran(round: &Round, recs: &[Arc<Rec>], what: &str) {
 enum Refuse {
     Pinning,
     Threads,
+    Membarrier,
 }
 
 /// Whether the round's pool pins its workers: `refuse_os` in a build that can pin.
@@ -729,6 +731,7 @@ fn resize_where_refused(
     let r = match what {
         Refuse::Pinning => common::refuse::pinning(move || pool.resize(n)),
         Refuse::Threads => common::refuse::threads(move || pool.resize(n)),
+        Refuse::Membarrier => common::refuse::membarrier(move || pool.resize(n)),
     };
     let failed = matches!(
         r,
@@ -1298,7 +1301,8 @@ impl Driver {
                 let n = self.rng.range(1, round.cfg.max_workers);
                 let refused = match round.cfg.refuse_os && self.rng.chance(1, 2) {
                     false => None,
-                    true if pins(&round.cfg) && self.rng.chance(1, 2) => Some(Refuse::Pinning),
+                    true if pins(&round.cfg) && self.rng.chance(1, 3) => Some(Refuse::Pinning),
+                    true if self.rng.chance(1, 2) => Some(Refuse::Membarrier),
                     true => Some(Refuse::Threads),
                 };
                 let r = match refused {
@@ -1956,9 +1960,10 @@ static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 /// Times `group_cancel_while_paused` made its check (the pause undisturbed to the end).
 static PAUSED_CANCEL_CHECKS: AtomicU64 = AtomicU64::new(0);
 
-/// Resizes made from a thread that may not pin (`[0]`) or start threads (`[1]`): how many,
-/// and how many failed for it (a grow that started a thread).
-static REFUSED_RESIZES: [[AtomicU64; 2]; 2] = [
+/// Resizes made from a thread that may not pin (`[0]`), start threads (`[1]`) or issue a
+/// membarrier (`[2]`): how many, and how many failed for it (a grow that started a thread).
+static REFUSED_RESIZES: [[AtomicU64; 2]; 3] = [
+    [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0)],
 ];
@@ -2121,12 +2126,13 @@ fn torture() {
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; resizes where pinning was refused {} ({} failed), where threads were {} ({} failed)",
+        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; resizes where pinning was refused {} ({} failed), where threads were {} ({} failed), where membarriers were {}",
         PAUSED_CANCEL_CHECKS.load(SeqCst),
         REFUSED_RESIZES[0][0].load(SeqCst),
         REFUSED_RESIZES[0][1].load(SeqCst),
         REFUSED_RESIZES[1][0].load(SeqCst),
         REFUSED_RESIZES[1][1].load(SeqCst),
+        REFUSED_RESIZES[2][0].load(SeqCst),
     );
     assert!(rounds > 0 && tasks > 0);
 }
