@@ -166,3 +166,23 @@ fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
         Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
     });
 }
+
+/// A pool built where the membarrier is refused uses fences from the start (docs/protocol.md,
+/// "Local pushes and the asymmetric barrier") and runs tasks that block on what they pushed.
+#[test]
+fn a_pool_built_where_the_membarrier_is_refused_uses_fences() {
+    watchdog(60, "a pool built without membarrier", || {
+        let pool = common::refuse::membarrier(|| Pool::builder().workers(2).build().unwrap());
+        assert!(!pool.uses_membarrier());
+        for _ in 0..500 {
+            let (tx, rx) = mpsc::channel();
+            pool.submit(move || {
+                flock::spawn(move || tx.send(()).unwrap());
+                rx.recv().unwrap();
+            })
+            .unwrap();
+            pool.wait().unwrap();
+        }
+        pool.shutdown().unwrap();
+    });
+}
