@@ -49,22 +49,7 @@ fn a_grow_refused_its_threads_keeps_the_workers_it_had() {
         let p = pool.clone();
         let err = common::refuse::threads(move || p.resize(3).unwrap_err());
         assert!(matches!(&err, ResizeError::ThreadSpawn(_)), "{err:?}");
-        assert_eq!(pool.workers(), 1);
-        assert_eq!(pool.broadcast(|i| i), [0]);
-        assert_eq!(pool.stats().per_worker.len(), 1);
-        let ran = Arc::new(AtomicUsize::new(0));
-        for _ in 0..1000 {
-            let ran = ran.clone();
-            pool.submit(move || {
-                ran.fetch_add(1, Ordering::Relaxed);
-            })
-            .unwrap();
-        }
-        pool.wait().unwrap();
-        assert_eq!(ran.load(Ordering::Relaxed), 1000);
-        // The slots are free again for a thread that may start threads.
-        pool.resize(3).unwrap();
-        assert_eq!(pool.broadcast(|i| i), [0, 1, 2]);
+        common::refuse::one_worker_left_then_grow(&pool);
         Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
     });
 }
@@ -136,17 +121,7 @@ fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
         common::eventually(|| !pool.uses_membarrier());
         hold.open();
         holder.join().unwrap();
-        // Tasks that push and then block until what they pushed has run elsewhere, one at a
-        // time (two at once could hold both workers, each waiting for its own push).
-        for _ in 0..2000 {
-            let (tx, rx) = mpsc::channel();
-            pool.submit(move || {
-                flock::spawn(move || tx.send(()).unwrap());
-                rx.recv().unwrap();
-            })
-            .unwrap();
-            pool.wait().unwrap();
-        }
+        common::refuse::block_on_what_they_push(&pool, 2000);
         // Worker 1 parks alone again (worker 0 held awake), so its era needs a membarrier of
         // its own: a park whose membarrier was refused may end once, by itself, after its
         // grace; then the refusal is settled and the idle worker stays asleep.
@@ -174,15 +149,7 @@ fn a_pool_built_where_the_membarrier_is_refused_uses_fences() {
     watchdog(60, "a pool built without membarrier", || {
         let pool = common::refuse::membarrier(|| Pool::builder().workers(2).build().unwrap());
         assert!(!pool.uses_membarrier());
-        for _ in 0..500 {
-            let (tx, rx) = mpsc::channel();
-            pool.submit(move || {
-                flock::spawn(move || tx.send(()).unwrap());
-                rx.recv().unwrap();
-            })
-            .unwrap();
-            pool.wait().unwrap();
-        }
+        common::refuse::block_on_what_they_push(&pool, 500);
         pool.shutdown().unwrap();
     });
 }

@@ -137,3 +137,42 @@ fn run_refusing<R: Send + 'static>(
     .join()
     .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
+
+/// After a grow of `pool` (one worker, `max_workers(3)`) failed for a refusal: the pool still
+/// has its one worker, runs tasks on it, and a grow from a thread the OS refuses nothing
+/// fills the slots the failed one took.
+pub fn one_worker_left_then_grow(pool: &flock::Pool) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    assert_eq!(pool.workers(), 1);
+    assert_eq!(pool.broadcast(|i| i), [0]);
+    assert_eq!(pool.stats().per_worker.len(), 1);
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..1000 {
+        let ran = ran.clone();
+        pool.submit(move || {
+            ran.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+    }
+    pool.wait().unwrap();
+    assert_eq!(ran.load(Ordering::Relaxed), 1000);
+    pool.resize(3).unwrap();
+    assert_eq!(pool.workers(), 3);
+    assert_eq!(pool.broadcast(|i| i), [0, 1, 2]);
+}
+
+/// `rounds` tasks submitted one at a time, each pushing a task and then blocking until that
+/// one has run (on another worker: the pattern the parking side's membarrier or fence pairs
+/// with). One at a time: two at once could hold two workers, each waiting for its own push.
+pub fn block_on_what_they_push(pool: &flock::Pool, rounds: usize) {
+    for _ in 0..rounds {
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.submit(move || {
+            flock::spawn(move || tx.send(()).unwrap());
+            rx.recv().unwrap();
+        })
+        .unwrap();
+        pool.wait().unwrap();
+    }
+}
