@@ -58,9 +58,12 @@ esac
 "$cxx" -std=c++17 $warn $flags -I"$include" "$here/cpp/test_loops.cpp" "$lib" $syslibs \
     -o "$out/test_loops_cpp"
 "$cc" -std=c11 $warn $flags -I"$include" "$here/c/thread_ids.c" "$lib" $syslibs -o "$out/thread_ids_c"
+# The OS's refusals (seccomp filters on one thread of the test).
+"$cc" -std=c11 $warn $flags -I"$include" "$here/c/os_refusals.c" "$lib" $syslibs -o "$out/os_refusals_c"
 
 status=0
-for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp faults_c test_loops_cpp thread_ids_c; do
+for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp faults_c test_loops_cpp thread_ids_c \
+    os_refusals_c; do
     echo "-- $t ($mode)"
     # The forced-panic test makes the library print its (caught) panics; keep them short.
     if ! RUST_BACKTRACE=0 "${run[@]}" "$out/$t" 2> "$out/$t.stderr"; then
