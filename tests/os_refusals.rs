@@ -81,7 +81,7 @@ fn spawn_thread_runs_the_task_on_its_caller_when_the_os_refuses_the_thread() {
         });
         assert_eq!(on, caller);
         let s = pool.stats();
-        assert_eq!((s.caller_runs, s.spawned_thread), (1, 0));
+        let counted_then = (s.caller_runs, s.spawned_thread);
         // The helper slot was given back: with threads allowed, the next one gets a helper.
         let (tx, rx) = mpsc::channel();
         pool.submit(move || {
@@ -93,7 +93,11 @@ fn spawn_thread_runs_the_task_on_its_caller_when_the_os_refuses_the_thread() {
         gate.open();
         pool.wait().unwrap();
         let s = pool.stats();
-        assert_eq!((s.caller_runs, s.spawned_thread), (1, 1));
+        // The counters (the `stats` feature; the counts `wait` needs are kept without it).
+        if cfg!(feature = "stats") {
+            assert_eq!(counted_then, (1, 0));
+            assert_eq!((s.caller_runs, s.spawned_thread), (1, 1));
+        }
         assert_eq!(s.submitted, s.completed);
         Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();
     });
@@ -135,6 +139,7 @@ fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
         idle();
         let woke = pool.stats().wakeups;
         idle();
+        // `wakeups` is a counter of the `stats` feature (0 without it).
         assert_eq!(pool.stats().wakeups, woke, "an idle worker woke by itself");
         hold.open();
         holder.join().unwrap();
