@@ -128,9 +128,10 @@ enum flock_status {
     // flock_wait: the pool is paused while tasks wait in a queue; they would not start before
     // flock_resume; waiting could last forever.
     FLOCK_ERR_PAUSED = 11,
-    // flock_resize: the operating system refused to pin a new worker to its core (the pool
-    // was built with pin_workers). That worker was not added; the ones started before it
-    // keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
+    // The operating system refused to pin a worker to its core (the pool was built with
+    // pin_workers). From flock_resize: that worker was not added; the ones started before it
+    // keep running. From flock_pool_new: no pool was made (also when the OS reported no core
+    // this process may run on).
     FLOCK_ERR_PIN_FAILED = 12,
     // flock_group_wait or flock_group_wait_timeout_ns: every task of the group has finished, and
     // at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
@@ -214,7 +215,7 @@ struct flock_config {
     // With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     // default) means as many as there are workers.
     uint32_t max_spawned_threads;
-    // Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    // Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (64 KiB; a
     // smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
     // or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     uint64_t stack_size;

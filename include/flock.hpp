@@ -414,7 +414,8 @@ public:
     /// count, as config()), as BS::thread_pool's constructor.
     explicit pool(uint32_t workers) : pool(workers ? config().workers(workers) : config()) {}
 
-    /// Starts a pool; throws flock::error (FLOCK_ERR_INVALID_CONFIG, FLOCK_ERR_THREAD_SPAWN).
+    /// Starts a pool; throws flock::error (FLOCK_ERR_INVALID_CONFIG, FLOCK_ERR_PIN_FAILED,
+    /// FLOCK_ERR_THREAD_SPAWN).
     /// Keeps the config's worker hooks alive for as long as the pool's workers run.
     explicit pool(const config& cfg) : hooks_(cfg.hooks_) { detail::check(flock_pool_new(&cfg, &p_)); }
 

@@ -54,9 +54,10 @@ pub enum flock_status {
     /// flock_wait: the pool is paused while tasks wait in a queue; they would not start before
     /// flock_resume; waiting could last forever.
     FLOCK_ERR_PAUSED = 11,
-    /// flock_resize: the operating system refused to pin a new worker to its core (the pool
-    /// was built with pin_workers). That worker was not added; the ones started before it
-    /// keep running. (flock_pool_new reports a pinning failure as FLOCK_ERR_INVALID_CONFIG.)
+    /// The operating system refused to pin a worker to its core (the pool was built with
+    /// pin_workers). From flock_resize: that worker was not added; the ones started before it
+    /// keep running. From flock_pool_new: no pool was made (also when the OS reported no core
+    /// this process may run on).
     FLOCK_ERR_PIN_FAILED = 12,
     /// flock_group_wait or flock_group_wait_timeout_ns: every task of the group has finished, and
     /// at least one of them failed (called flock_task_fail, threw in C++, or panicked) since
@@ -160,6 +161,10 @@ impl From<&BuildError> for flock_status {
     fn from(e: &BuildError) -> Self {
         match e {
             BuildError::ThreadSpawn(_) => flock_status::FLOCK_ERR_THREAD_SPAWN,
+            // The OS's answers, not the configuration's: a C caller tells them apart by status.
+            BuildError::PinFailed { .. } | BuildError::NoCoresToPin => {
+                flock_status::FLOCK_ERR_PIN_FAILED
+            }
             // Every other variant (including ones added later: BuildError is non_exhaustive)
             // is a configuration that cannot be satisfied.
             _ => flock_status::FLOCK_ERR_INVALID_CONFIG,
@@ -280,6 +285,18 @@ mod tests {
         );
         assert_eq!(
             flock_status::from(&BuildError::ZeroCapacity),
+            FLOCK_ERR_INVALID_CONFIG
+        );
+        assert_eq!(
+            flock_status::from(&BuildError::PinFailed { worker: 1, core: 0 }),
+            FLOCK_ERR_PIN_FAILED
+        );
+        assert_eq!(
+            flock_status::from(&BuildError::NoCoresToPin),
+            FLOCK_ERR_PIN_FAILED
+        );
+        assert_eq!(
+            flock_status::from(&BuildError::PinningUnavailable),
             FLOCK_ERR_INVALID_CONFIG
         );
         let io = std::io::Error::other("no threads");

@@ -53,9 +53,10 @@ pub(crate) unsafe fn pool_ref<'a>(
 ///
 /// Returns FLOCK_OK; FLOCK_ERR_NULL when out is NULL; FLOCK_ERR_INVALID_CONFIG when a field
 /// is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant,
-/// max_workers below workers, lanes that break a rule of flock_config_t.lanes...) or a
-/// worker could not be pinned; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is
-/// written only on FLOCK_OK.
+/// max_workers below workers, lanes that break a rule of flock_config_t.lanes..., or
+/// pin_workers in a build without pinning); FLOCK_ERR_PIN_FAILED when the OS refused to pin a
+/// worker to its core; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is written
+/// only on FLOCK_OK.
 ///
 /// Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg, its
 /// lanes array and the lanes' names are only read during the call (the pool keeps copies).

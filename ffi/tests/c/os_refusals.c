@@ -1,6 +1,6 @@
 /*
  * C tests of what libflock answers when the OS refuses it something: a worker pinned
- * (FLOCK_ERR_PIN_FAILED from flock_resize, FLOCK_ERR_INVALID_CONFIG from flock_pool_new), a
+ * (FLOCK_ERR_PIN_FAILED from flock_resize and from flock_pool_new), a
  * thread (FLOCK_ERR_THREAD_SPAWN; FLOCK_WHEN_FULL_SPAWN_THREAD runs the task inside
  * flock_submit and counts it in caller_runs). The refusals come from a seccomp filter
  * installed on one thread of ours, which binds that thread and the threads it starts, so a
@@ -185,7 +185,7 @@ static void test_pool_new_where_pinning_or_threads_are_refused(void) {
     cfg.pin_workers = true;
     refused_call_t c = {.what = REFUSE_PINNING, .cfg = &cfg, .call = POOL_NEW};
     if (run_refused(&c)) {
-        CHECK_EQ(c.status, FLOCK_ERR_INVALID_CONFIG);
+        CHECK_EQ(c.status, FLOCK_ERR_PIN_FAILED);
         CHECK_EQ(c.made == NULL, 1);
     }
     cfg.pin_workers = false;
