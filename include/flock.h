@@ -55,10 +55,11 @@
 #endif
 
 
-// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
-// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
-// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
-#define FLOCK_MIN_STACK_SIZE (16 * 1024)
+// The smallest flock_config_t.stack_size a pool accepts, in bytes (64 KiB); a smaller one,
+// other than 0, is FLOCK_ERR_INVALID_CONFIG. A worker's own frames take up to 32 KiB in an
+// unoptimised build of libflock (under 16 KiB optimised), so this leaves a C task at least
+// 32 KiB in either. Give tasks that use the stack more room.
+#define FLOCK_MIN_STACK_SIZE (64 * 1024)
 
 // The most lanes a pool may have (flock_config_t.lane_count above it is
 // FLOCK_ERR_INVALID_CONFIG).
@@ -822,9 +823,10 @@ void flock_test_panic_next_call(void);
 //
 // Returns FLOCK_OK; FLOCK_ERR_NULL when out is NULL; FLOCK_ERR_INVALID_CONFIG when a field
 // is out of range (workers 0, capacity 0, when_full not a flock_when_full_t constant,
-// max_workers below workers, lanes that break a rule of flock_config_t.lanes...) or a
-// worker could not be pinned; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is
-// written only on FLOCK_OK.
+// max_workers below workers, lanes that break a rule of flock_config_t.lanes..., or
+// pin_workers in a build without pinning); FLOCK_ERR_PIN_FAILED when the OS refused to pin a
+// worker to its core; FLOCK_ERR_THREAD_SPAWN when the OS refused a thread. *out is written
+// only on FLOCK_OK.
 //
 // Ownership: the caller owns the new pool and must free it with flock_pool_free; *cfg, its
 // lanes array and the lanes' names are only read during the call (the pool keeps copies).

@@ -326,6 +326,9 @@ impl PoolBuilder {
     }
 
     /// Stack size of each worker thread in bytes. Default: the platform's (`std::thread`).
+    /// The worker's own frames take up to 32 KiB in an unoptimised build (under 16 KiB
+    /// optimised), beside your tasks' frames; as with `std::thread`, a stack that overflows
+    /// aborts the process. The C API refuses sizes below 64 KiB (`FLOCK_MIN_STACK_SIZE`).
     ///
     /// ```
     /// let pool = flock::Pool::builder().stack_size(8 << 20).build().unwrap();

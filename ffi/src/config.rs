@@ -39,10 +39,11 @@ fn policy(raw: u32) -> Option<Backpressure> {
     })
 }
 
-/// The smallest flock_config_t.stack_size a pool accepts, in bytes (16 KiB, glibc's
-/// PTHREAD_STACK_MIN on x86-64 and a size a worker thread runs C tasks on); a smaller one,
-/// other than 0, is FLOCK_ERR_INVALID_CONFIG. Give tasks that use the stack more room.
-pub const FLOCK_MIN_STACK_SIZE: u64 = 16 * 1024;
+/// The smallest flock_config_t.stack_size a pool accepts, in bytes (64 KiB); a smaller one,
+/// other than 0, is FLOCK_ERR_INVALID_CONFIG. A worker's own frames take up to 32 KiB in an
+/// unoptimised build of libflock (under 16 KiB optimised), so this leaves a C task at least
+/// 32 KiB in either. Give tasks that use the stack more room.
+pub const FLOCK_MIN_STACK_SIZE: u64 = 64 * 1024;
 
 /// A pool's configuration. Always start from flock_config_init, then change the fields you
 /// care about: later versions may add fields at the end, which flock_config_init fills in.
@@ -76,7 +77,7 @@ pub struct flock_config {
     /// With FLOCK_WHEN_FULL_SPAWN_THREAD: the most helper threads alive at once. 0 (the
     /// default) means as many as there are workers.
     pub max_spawned_threads: u32,
-    /// Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (16 KiB; a
+    /// Stack size of each worker thread in bytes, at least FLOCK_MIN_STACK_SIZE (64 KiB; a
     /// smaller value is FLOCK_ERR_INVALID_CONFIG); the system may round it up to its page size
     /// or its own minimum. 0 (the default) keeps the platform's (8 MiB on most Linux systems).
     pub stack_size: u64,

@@ -273,6 +273,51 @@ mod tests {
         assert_eq!(flock_shutdown_mode::FLOCK_SHUTDOWN_NOW as u32, 1);
     }
 
+    static SMALL_STACK_RAN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    unsafe extern "C" fn count_small_stack_run(_: *mut std::ffi::c_void) {
+        SMALL_STACK_RAN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The smallest stack a config accepts runs tasks, parks, wakes, purges and shuts down
+    /// (the last worker out sweeps the queues, crossbeam-epoch's collection included). The
+    /// test profile is unoptimised, where a worker's own frames are deepest: with 16 KiB
+    /// this test overflowed the worker's stack and aborted.
+    #[test]
+    fn a_pool_on_the_smallest_stack_runs_tasks_and_shuts_down() {
+        let mut cfg = flock_config::defaults();
+        cfg.workers = 2;
+        cfg.stack_size = crate::config::FLOCK_MIN_STACK_SIZE;
+        for _ in 0..10 {
+            let before = SMALL_STACK_RAN.load(std::sync::atomic::Ordering::Relaxed);
+            let mut pool = std::ptr::null_mut();
+            // SAFETY: a live config; `pool` is writable.
+            assert_eq!(
+                unsafe { flock_pool_new(&cfg, &mut pool) },
+                flock_status_t::FLOCK_OK
+            );
+            for _ in 0..1_000 {
+                // SAFETY: `pool` is live; the task takes no argument.
+                let st = unsafe {
+                    crate::task::flock_submit(
+                        pool,
+                        Some(count_small_stack_run),
+                        std::ptr::null_mut(),
+                    )
+                };
+                assert_eq!(st, flock_status_t::FLOCK_OK);
+            }
+            // SAFETY: `pool` is live.
+            assert_eq!(unsafe { flock_wait(pool) }, flock_status_t::FLOCK_OK);
+            assert_eq!(
+                SMALL_STACK_RAN.load(std::sync::atomic::Ordering::Relaxed) - before,
+                1_000
+            );
+            // SAFETY: `pool` came from flock_pool_new and is not used again.
+            unsafe { flock_pool_free(pool) };
+        }
+    }
+
     #[test]
     fn wait_timeout_from_a_worker_would_deadlock() {
         let mut pool = std::ptr::null_mut();
