@@ -653,6 +653,11 @@ impl PoolBuilder {
     /// # Ok::<(), BuildError>(())
     /// ```
     pub fn build(self) -> Result<Pool, BuildError> {
+        start(self.into_config()?, Registry::start_lane_reserve)
+    }
+
+    /// The checked configuration `build` starts.
+    fn into_config(self) -> Result<Config, BuildError> {
         let workers = match self.workers {
             Some(0) | None => std::thread::available_parallelism().map_or(1, usize::from),
             Some(n) => n,
@@ -726,7 +731,7 @@ impl PoolBuilder {
             thread_name,
             stack_size: self.stack_size,
         };
-        start(cfg)
+        Ok(cfg)
     }
 }
 
@@ -774,13 +779,16 @@ fn resolve_cores(pinning: &Pinning, workers: usize) -> Result<Option<Vec<usize>>
     Ok(Some((0..workers).map(|i| list[i % list.len()]).collect()))
 }
 
-/// Starts the workers of a checked configuration and waits until each reports in.
-fn start(cfg: Config) -> Result<Pool, BuildError> {
+/// Starts the workers of a checked configuration and waits until each reports in, then the
+/// lane reserve's thread (`reserve`: `Registry::start_lane_reserve`; a unit test has it
+/// refused once every worker runs).
+fn start(
+    cfg: Config,
+    reserve: impl FnOnce(&Arc<Registry>) -> Result<(), ResizeError>,
+) -> Result<Pool, BuildError> {
     let workers = cfg.workers;
     let registry = Arc::new(Registry::new(cfg));
-    match Registry::resize(&registry, workers)
-        .and_then(|()| Registry::start_lane_reserve(&registry))
-    {
+    match Registry::resize(&registry, workers).and_then(|()| reserve(&registry)) {
         Ok(()) => Ok(Pool::from_registry(registry)),
         Err(e) => {
             let err = match e {
@@ -820,6 +828,54 @@ mod tests {
         }
         let empty = Pool::builder().pin_to(Vec::new()).build().unwrap_err();
         assert!(matches!(empty, BuildError::EmptyCoreList), "{empty:?}");
+    }
+
+    /// The OS refuses the lane reserve's thread, after every worker started: `build` fails
+    /// with `ThreadSpawn`, and the workers it started ran their stop hooks and were joined
+    /// (nothing holds the configuration's hooks any more). A seccomp filter cannot refuse
+    /// this thread alone (it refuses the workers first), so the refusal is injected here.
+    #[test]
+    #[cfg(not(flock_loom))]
+    fn a_refused_lane_reserve_stops_and_joins_the_workers_started() {
+        use crate::{BuildError, ResizeError};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let started = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(AtomicUsize::new(0));
+        let (on_start, on_stop) = (started.clone(), stopped.clone());
+        let cfg = Pool::builder()
+            .workers(3)
+            .lanes(&[("interactive", 4), ("batch", 1)])
+            .lane_reserve(true)
+            .on_worker_start(move |_| {
+                on_start.fetch_add(1, Ordering::SeqCst);
+            })
+            .on_worker_stop(move |_| {
+                on_stop.fetch_add(1, Ordering::SeqCst);
+            })
+            .into_config()
+            .unwrap();
+        let mut asked = false;
+        let result = super::start(cfg, |registry| {
+            assert!(
+                registry.lane_reserve.is_some(),
+                "the pool has a reserve to start"
+            );
+            asked = true;
+            Err(ResizeError::ThreadSpawn(std::io::Error::from_raw_os_error(
+                11, // EAGAIN, what clone returns
+            )))
+        });
+        assert!(asked);
+        let Err(err) = result else {
+            panic!("a refused reserve fails the build");
+        };
+        assert!(matches!(err, BuildError::ThreadSpawn(_)), "{err:?}");
+        assert_eq!(started.load(Ordering::SeqCst), 3);
+        assert_eq!(stopped.load(Ordering::SeqCst), 3);
+        // The hooks' closures went with the registry: no thread of the pool is left.
+        assert_eq!(Arc::strong_count(&started), 1);
+        assert_eq!(Arc::strong_count(&stopped), 1);
     }
 
     /// `pin_workers(false)` needs no pinning code, with or without the feature.
