@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The stress, shutdown-race and wait tests (and the submitter rings' unit tests) under ThreadSanitizer, std rebuilt with it
+# The stress, shutdown-race and wait tests, the submitter rings' unit tests and 45 s of the
+# torture test under ThreadSanitizer, std rebuilt with it
 # (-Zbuild-std), with only crossbeam-deque's documented suppressions (scripts/tsan.supp).
 # Zero reports, or it fails. Skipped with a notice where nightly (and rust-src) is missing.
 set -euo pipefail
@@ -53,6 +54,19 @@ if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool --lib subm
     echo "tsan: FAILED" >&2
     exit 1
 fi
+grep -E "^test result" "$log" | tail -1
+# The torture test (tests/torture.rs): every operation of the public API from several threads
+# on random pools, where features meet (pause with resize, purge with FIFO triggers, cancels,
+# broadcasts, panicking wakers, refused OS calls). 45 s here are about 170 rounds; its seed is
+# printed, and FLOCK_TORTURE_SEED replays a failing round.
+echo "== tsan: the torture test, 45 s (FLOCK_TORTURE_SECS=45)"
+if ! FLOCK_TORTURE_SECS=45 cargo +nightly test -Zbuild-std --target "$target" -p flock-pool \
+    --test torture >>"$log" 2>&1; then
+    grep -E "WARNING: ThreadSanitizer|SUMMARY|^error|panicked|FAILED|torture:" "$log" | head -40 >&2 || tail -40 "$log" >&2
+    echo "tsan: FAILED" >&2
+    exit 1
+fi
+grep -E "^torture: [0-9]+ rounds" "$log" | tail -1
 grep -E "^test result" "$log" | tail -1
 reports=$(grep -c "WARNING: ThreadSanitizer" "$log" || true)
 echo "tsan: $reports reports in $(( $(date +%s) - start ))s"
