@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flock.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -33,58 +34,11 @@
 #define HAVE_MALLINFO2 1
 #endif
 
-static int test_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                \
-    do {                                                                              \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                              \
-        if (a_ != b_) {                                                               \
-            fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_);                              \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_STATUS(expr, want)                                                       \
-    do {                                                                              \
-        flock_status_t got_ = (expr);                                                 \
-        if (got_ != (want)) {                                                         \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), expected %s\n", __FILE__,   \
-                    __LINE__, #expr, (int)got_, flock_status_str(got_), #want);       \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
-/* A status that must be one of two. */
-#define CHECK_STATUS2(expr, want1, want2)                                              \
-    do {                                                                              \
-        flock_status_t got_ = (expr);                                                 \
-        if (got_ != (want1) && got_ != (want2)) {                                     \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), expected %s or %s\n",       \
-                    __FILE__, __LINE__, #expr, (int)got_, flock_status_str(got_),     \
-                    #want1, #want2);                                                  \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
 static uint64_t scale = 1;
 
 static uint64_t scaled(uint64_t n) {
     uint64_t s = n / scale;
     return s ? s : 1;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* ---- the watchdog ------------------------------------------------------------------- */
@@ -121,22 +75,6 @@ static void count_task(void *arg) { atomic_fetch_add((atomic_uint_fast64_t *)arg
 static void fail_task(void *arg) {
     (void)arg;
     flock_task_fail();
-}
-
-/* A task that holds its worker until the gate opens. */
-typedef struct {
-    atomic_int started;
-    atomic_int open;
-} gate_t;
-
-static void gate_task(void *arg) {
-    gate_t *g = arg;
-    atomic_store(&g->started, 1);
-    while (!atomic_load(&g->open)) sleep_ms(1);
-}
-
-static void gate_wait_started(gate_t *g) {
-    while (!atomic_load(&g->started)) sleep_ms(1);
 }
 
 /* One task's fate: how often it ran and how often its drop callback was called. */
@@ -2166,17 +2104,17 @@ int main(void) {
            watchdog);
 
     int passed = 0, failed = 0;
-#define RUN(test)                                                 \
-    do {                                                          \
-        current_test = #test;                                     \
-        current_test_len = strlen(current_test);                  \
-        test_failed = 0;                                          \
-        alarm(watchdog);                                          \
-        test();                                                   \
-        alarm(0);                                                 \
-        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", #test); \
-        fflush(stdout);                                           \
-        if (test_failed) failed++; else passed++;                 \
+    /* check.h's RUN, under the watchdog. */
+#undef RUN
+#define RUN(test)                                    \
+    do {                                             \
+        current_test = #test;                        \
+        current_test_len = strlen(current_test);     \
+        test_failed = 0;                             \
+        alarm(watchdog);                             \
+        test();                                      \
+        alarm(0);                                    \
+        check_count(#test, &passed, &failed);        \
     } while (0)
 
     RUN(test_all_pointers_null_at_once);
@@ -2208,6 +2146,5 @@ int main(void) {
     RUN(test_group_free_from_own_task_aborts);
     RUN(test_extreme_timeouts);
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary(passed, failed);
 }

@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flock.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -14,35 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static int test_failed;
-
-#define CHECK_EQ(a, b)                                                                  \
-    do {                                                                                \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                \
-        if (a_ != b_) {                                                                 \
-            fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_);                                \
-            test_failed = 1;                                                            \
-        }                                                                               \
-    } while (0)
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void count_task(void *arg) { atomic_fetch_add((atomic_uint *)arg, 1); }
-
-typedef struct {
-    atomic_int started;
-    atomic_int open;
-} gate_t;
-
-static void gate_task(void *arg) {
-    gate_t *g = arg;
-    atomic_fetch_add(&g->started, 1);
-    while (!atomic_load(&g->open)) sleep_ms(1);
-}
 
 /* ---- pause against a group wait --------------------------------------------------------
  * flock.h says (as Rust's Pool::pause does): after flock_pause no task submitted from
@@ -188,18 +161,9 @@ static void test_running_counts_busy_workers(void) {
 int main(void) {
     printf("libflock %s, C tests of issue 40\n", flock_version());
     int passed = 0, failed = 0;
-#define RUN(test)                                                  \
-    do {                                                           \
-        test_failed = 0;                                           \
-        test();                                                    \
-        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", #test);   \
-        fflush(stdout);                                            \
-        if (test_failed) failed++; else passed++;                  \
-    } while (0)
     RUN(test_pause_lets_a_group_wait_run_its_own_tasks);
     RUN(test_cancel_on_a_paused_pool_frees_capacity);
     RUN(test_group_wait_timeout_units);
     RUN(test_running_counts_busy_workers);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary(passed, failed);
 }

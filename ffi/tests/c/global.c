@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flock.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -19,26 +20,6 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failed = 1;                                                               \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_STATUS(expr, want)                                                     \
-    do {                                                                            \
-        flock_status_t got_ = (expr);                                               \
-        if (got_ != (want)) {                                                       \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), expected %s\n", __FILE__, \
-                    __LINE__, #expr, (int)got_, flock_status_str(got_), #want);     \
-            failed = 1;                                                             \
-        }                                                                           \
-    } while (0)
 
 static void count_task(void *arg) { atomic_fetch_add((atomic_uint_fast64_t *)arg, 1); }
 
@@ -133,6 +114,6 @@ int main(void) {
     CHECK(run_tasks(pool, 1000) == 1000);
     printf("ok   a forked child runs tasks on a fresh global pool (5 workers)\n");
 
-    printf("%s\n", failed ? "FAILED" : "all passed");
-    return failed;
+    printf("%s\n", test_failed ? "FAILED" : "all passed");
+    return test_failed;
 }

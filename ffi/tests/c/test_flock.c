@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "flock.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,36 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-static int test_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                \
-    do {                                                                              \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                              \
-        if (a_ != b_) {                                                               \
-            fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_);                              \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_STATUS(expr, want)                                                       \
-    do {                                                                              \
-        flock_status_t got_ = (expr);                                                 \
-        if (got_ != (want)) {                                                         \
-            fprintf(stderr, "  %s:%d: %s returned %d (%s), expected %s\n", __FILE__,   \
-                    __LINE__, #expr, (int)got_, flock_status_str(got_), #want);       \
-            test_failed = 1;                                                          \
-        }                                                                             \
-    } while (0)
-
 static uint64_t scale = 1;
 
 static uint64_t scaled(uint64_t n) {
@@ -55,30 +26,9 @@ static uint64_t scaled(uint64_t n) {
     return s ? s : 1;
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- small task helpers ------------------------------------------------------------- */
 
 static void count_task(void *arg) { atomic_fetch_add((atomic_uint_fast64_t *)arg, 1); }
-
-/* A task that holds its worker until the gate opens. */
-typedef struct {
-    atomic_int started;
-    atomic_int open;
-} gate_t;
-
-static void gate_task(void *arg) {
-    gate_t *g = arg;
-    atomic_store(&g->started, 1);
-    while (!atomic_load(&g->open)) sleep_ms(1);
-}
-
-static void gate_wait_started(gate_t *g) {
-    while (!atomic_load(&g->started)) sleep_ms(1);
-}
 
 static flock_pool_t *new_pool(uint32_t workers, uint64_t capacity, flock_when_full_t when_full) {
     flock_config_t cfg;
@@ -1992,14 +1942,6 @@ int main(void) {
     printf("libflock %s, C test suite (scale 1/%" PRIu64 ")\n", flock_version(), scale);
 
     int passed = 0, failed = 0;
-#define RUN(test)                                        \
-    do {                                                 \
-        test_failed = 0;                                 \
-        test();                                          \
-        printf("%s %s\n", test_failed ? "FAIL" : "ok  ", #test); \
-        fflush(stdout);                                  \
-        if (test_failed) failed++; else passed++;        \
-    } while (0)
 
     RUN(test_version_and_status_strings);
     RUN(test_config_init_and_defaults);
@@ -2044,6 +1986,5 @@ int main(void) {
     RUN(test_purge);
     RUN(test_group_forced_panics);
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary(passed, failed);
 }

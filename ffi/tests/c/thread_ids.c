@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* syscall() */
 #include "flock.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -19,32 +20,7 @@
 #include <unistd.h>
 #endif
 
-static int failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failed = 1;                                                               \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                \
-    do {                                                                              \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                              \
-        if (a_ != b_) {                                                               \
-            fprintf(stderr, "  %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_);                              \
-            failed = 1;                                                               \
-        }                                                                             \
-    } while (0)
-
 #define WORKERS 3
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* What each worker's task saw, by worker index; `arrived` holds every task until all
  * WORKERS have arrived, so each runs on a different worker. */
@@ -113,21 +89,21 @@ int main(void) {
     /* Three different threads. */
     CHECK(o.tid[0] != o.tid[1] && o.tid[1] != o.tid[2] && o.tid[0] != o.tid[2]);
 #endif
-    printf("%s worker ids match what their tasks see\n", failed ? "FAIL" : "ok  ");
+    printf("%s worker ids match what their tasks see\n", test_failed ? "FAIL" : "ok  ");
 
     /* Shrunk to one, worker 1 and 2 retire and leave: flock_worker_stats stops answering
      * for them. Grown back, each shows the thread that now runs it. */
-    int before = failed;
+    int before = test_failed;
     CHECK(flock_resize(pool, 1) == FLOCK_OK);
     flock_worker_stats_t w;
     while (flock_worker_stats(pool, 1, &w) == FLOCK_OK) sleep_ms(1);
     CHECK(flock_resize(pool, WORKERS) == FLOCK_OK);
     observe_workers(pool, &o, WORKERS);
     check_matches(pool, &o, WORKERS);
-    printf("%s a restarted worker shows its new thread\n", failed != before ? "FAIL" : "ok  ");
+    printf("%s a restarted worker shows its new thread\n", test_failed != before ? "FAIL" : "ok  ");
 
     /* After shutdown no worker has a thread. */
-    before = failed;
+    before = test_failed;
     CHECK(flock_shutdown(pool, FLOCK_SHUTDOWN_GRACEFUL, NULL) == FLOCK_OK);
     for (uint32_t i = 0; i < WORKERS; i++) {
         CHECK(flock_worker_stats(pool, i, &w) == FLOCK_OK);
@@ -135,7 +111,7 @@ int main(void) {
         CHECK_EQ(w.os_thread_id, 0);
         CHECK_EQ(w.native_handle, 0);
     }
-    printf("%s after shutdown the ids read 0\n", failed != before ? "FAIL" : "ok  ");
+    printf("%s after shutdown the ids read 0\n", test_failed != before ? "FAIL" : "ok  ");
     flock_pool_free(pool);
-    return failed;
+    return test_failed;
 }
