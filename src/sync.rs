@@ -287,6 +287,10 @@ pub(crate) enum Canary {
     Mail,
     /// `reclaim`: a retiring worker's jobs put back above its claimed one are announced.
     Reclaim,
+    /// `idle`: a retiring worker, as any worker out of work, tells `wait()`ers (`go_idle`).
+    Idle,
+    /// `exit`: a retiring worker that ends a graceful shutdown's last task wakes the others.
+    Exit,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -312,9 +316,12 @@ pub(crate) fn canary(which: Canary) -> bool {
             "epoch" => Canary::Epoch,
             "mail" => Canary::Mail,
             "reclaim" => Canary::Reclaim,
+            "idle" => Canary::Idle,
+            "exit" => Canary::Exit,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
-                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim)"
+                 (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim, \
+                 idle, exit)"
             ),
         })
     });

@@ -559,7 +559,7 @@ impl WorkerThread {
         // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
         // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks without this).
         let reg = &*self.registry;
-        if reg.may_exit() {
+        if reg.may_exit() && !canary(Canary::Exit) {
             reg.sleep.wake_all();
         }
     }
@@ -605,7 +605,9 @@ impl WorkerThread {
         // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
         // task we finished last may have been the one they wait for; loom found that a
         // retiring worker skipping this left `wait` asleep forever).
-        self.go_idle();
+        if !canary(Canary::Idle) {
+            self.go_idle();
+        }
     }
 
     /// About to retire: the second of two jobs we claimed from a ring (`took_two`; the one
