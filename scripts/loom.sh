@@ -31,8 +31,10 @@ start=$(date +%s)
 log=$(mktemp)
 # Built once; then every model runs as its own process, as many at once as there are CPUs
 # (each model is one thread), the longest first so that the last to finish are short ones
-# (scripts/jobs.sh). The order comes from the seconds each model printed in a CI run on the
-# 2-vCPU AMD guest; a model not named here runs after these, in the binary's order.
+# (scripts/jobs.sh). The order comes from the seconds each model printed in a run of this
+# script on the 2-vCPU AMD guest (2026-11-28, 1,333 s in all, on a day CI's run of the same
+# models before LTO and bound 1 took 2,299 s); a model not named here runs after these, in
+# the binary's order.
 if ! RUSTFLAGS="--cfg flock_loom" cargo test --release -p flock-pool --lib --no-run >"$log" 2>&1; then
     tail -30 "$log" >&2
     echo "loom: the build FAILED" >&2
@@ -45,15 +47,16 @@ if [ ! -x "$bin" ]; then
     exit 1
 fi
 longest=(
-    loom_join_half_stolen_while_the_first_blocks                   # 440 s
-    loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one # 109 s
-    loom_chain_wake_runs_two_tasks_in_parallel                     # 160 s
-    loom_scope_units_kept_by_workers_are_given_back                # 148 s
-    loom_batch_wakes_enough_workers                                # 143 s
-    loom_two_workers_one_submitter                                 # 109 s
-    loom_a_stop_hook_task_stolen_by_a_retiring_worker              # 104 s
-    loom_batch_iterator_blocks_on_a_task_it_yielded                # 86 s
-    loom_push_locally_then_block                                   # 83 s
+    loom_join_half_stolen_while_the_first_blocks                   # 609 s
+    loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one # 268 s
+    loom_chain_wake_runs_two_tasks_in_parallel                     # 222 s
+    loom_batch_wakes_enough_workers                                # 201 s
+    loom_scope_units_kept_by_workers_are_given_back                # 186 s
+    loom_a_stop_hook_task_stolen_by_a_retiring_worker              # 182 s
+    loom_two_workers_one_submitter                                 # 142 s
+    loom_push_locally_then_block                                   # 135 s
+    loom_batch_iterator_blocks_on_a_task_it_yielded                # 133 s
+    loom_a_claimed_second_job_is_taken_by_another_worker           # 63 s
 )
 mapfile -t all < <("$bin" loom --list 2>/dev/null | sed -nE 's/^loom_tests::(loom_[A-Za-z0-9_]+): test$/\1/p')
 if [ "${#all[@]}" -eq 0 ]; then
