@@ -557,7 +557,8 @@ impl WorkerThread {
         // parking, so we look here, after `go_idle`'s SeqCst fence: either we see the flag
         // and nothing outstanding and wake everyone, or a parking worker's check after its
         // F2 sees our task's end (tests/threadpool_suite.rs; the loom model
-        // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks without this).
+        // `loom_retiring_worker_ends_the_last_task_of_a_shutdown` deadlocks without this,
+        // the `exit` canary).
         let reg = &*self.registry;
         if reg.may_exit() && !canary(Canary::Exit) {
             reg.sleep.wake_all();
@@ -604,7 +605,7 @@ impl WorkerThread {
         reg.hand_back(moved);
         // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
         // task we finished last may have been the one they wait for; loom found that a
-        // retiring worker skipping this left `wait` asleep forever).
+        // retiring worker skipping this left `wait` asleep forever; the `idle` canary).
         if !canary(Canary::Idle) {
             self.go_idle();
         }
