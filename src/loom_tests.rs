@@ -296,7 +296,7 @@ fn loom_shrink_racing_a_submit() {
 /// A shrink, then a graceful shutdown with the task perhaps still running on the retiring
 /// worker: the worker that stays may wake for the shutdown, see the task outstanding and
 /// park again, so the retiring worker, which leaves without parking, must wake it when it
-/// ends the last task. Without that (`worker::run`, after `hand_over_work`) `shutdown`
+/// ends the last task. Without that (`WorkerThread::retire`, after `hand_over_work`) `shutdown`
 /// never returns; tests/threadpool_suite.rs found it. Under the `exit` canary this model
 /// deadlocks, which `scripts/loom.sh` requires. Preemption bound 1, as
 /// `loom_shrink_racing_a_submit`: 27,028 executions where bound 2 took 2.5 M (815 s).
