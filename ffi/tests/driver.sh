@@ -42,11 +42,12 @@ case $mode in
     *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
 
-# The programs build side by side, as many at once as there are CPUs, the C++ ones first: each
-# links the whole static library, and the C++ ones under AddressSanitizer take 27-50 s each to
-# compile (one after another, 135 s of the asan mode's 140 s on the 2-vCPU guest; two at a
-# time the mode takes 68 s). Each compiler's output goes to its own log, shown with its
-# failure, or after the build when it printed anything (a linker's warning).
+# The programs build side by side (scripts/jobs.sh), as many at once as there are CPUs (JOBS
+# overrides), the C++ ones first: each links the whole static library, and the C++ ones under
+# AddressSanitizer take 27-50 s each to compile (one after another, 135 s of the asan mode's
+# 140 s on the 2-vCPU guest; two at a time the mode takes 68 s). Each compiler's output goes
+# to its own log, shown with its failure, or after the build when it printed anything (a
+# linker's warning).
 builds=(
     "cxx c++17 - cpp/test_loops.cpp test_loops_cpp"
     "cxx c++17 - cpp/test_flock.cpp test_flock_cpp"
@@ -61,7 +62,10 @@ builds=(
     # The OS's refusals (seccomp filters on one thread of the test).
     "cc c11 - c/os_refusals.c os_refusals_c"
 )
-# build_one COMPILER STD DEFINE SOURCE OUTPUT ("-" for no define): its status to OUTPUT.rc.
+# build_one COMPILER STD DEFINE SOURCE OUTPUT ("-" for no define): its status to OUTPUT.rc,
+# and its exit status. A job of scripts/jobs.sh, run by `bash -c`: it reads only the
+# variables exported to the jobs below.
+# shellcheck disable=SC2317 # called by jobs.sh's `bash -c`, so unseen here
 build_one() {
     local compiler=$cc define=$3 rc=0
     [ "$1" = cxx ] && compiler=$cxx
@@ -71,22 +75,27 @@ build_one() {
     "$compiler" -std="$2" $warn $flags $define -I"$include" "$here/$4" "$lib" $syslibs \
         -o "$out/$5" > "$out/$5.build.log" 2>&1 || rc=$?
     echo "$rc" > "$out/$5.rc"
+    return "$rc"
 }
-slots=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-running=0
+# shellcheck source=SCRIPTDIR/../../scripts/jobs.sh
+source "$here/../../scripts/jobs.sh"
+jobs_init
+trap 'rm -rf "$JOBS_DIR"' EXIT
 names=()
 for b in "${builds[@]}"; do
     # shellcheck disable=SC2086
     set -- $b
-    if [ "$running" -ge "$slots" ]; then
-        wait -n || true
-        running=$((running - 1))
-    fi
-    build_one "$@" &
-    running=$((running + 1))
+    job "$5" "build_one $1 $2 $3 $4 $5"
     names+=("$5")
 done
-wait
+# Exported in a subshell only, so that the test programs below run in the environment they
+# always had. The jobs' own lines ("job NAME: ok in Ts") are dropped: each build's status
+# and output are reported from OUTDIR just below.
+(
+    export cc cxx warn flags include lib out here syslibs
+    export -f build_one
+    jobs_run > /dev/null
+)
 built=1
 for name in "${names[@]}"; do
     if [ "$(cat "$out/$name.rc" 2>/dev/null || echo lost)" != 0 ]; then
