@@ -13,8 +13,9 @@
 # second of two jobs a worker claimed from a ring at once (claim), a group's zero waking only
 # the waits begun before it (epoch), a worker retiring only with an empty mailbox (mail),
 # the announcement of the jobs a retiring worker puts back above its claimed one
-# (reclaim), a retiring worker telling `wait()`ers it ran out of work (idle), and a retiring
-# worker that ends a shutdown's last task waking the others (exit).
+# (reclaim), a retiring worker telling `wait()`ers it ran out of work (idle), a retiring
+# worker that ends a shutdown's last task waking the others (exit), and a task deque's slot
+# publishing its job with a Release store (slot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -124,6 +125,8 @@ canary idle loom_shrink_racing_a_submit
 # A retiring worker that ends a graceful shutdown's last task and wakes nobody: the worker
 # that stays, parked after it saw that task outstanding, and the shutdown wait forever.
 canary exit loom_retiring_worker_ends_the_last_task_of_a_shutdown
+# A slot whose job is published Relaxed: loom's cell reports the thief's read as a race.
+canary slot loom_a_deque_slot_between_its_owner_and_a_thief
 queue_models "${all[@]}"
 echo "== loom: $(wc -w <<<"$queued") models and ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
 jobs_run | sed 's/^/loom /' >"$log"

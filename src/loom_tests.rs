@@ -1348,6 +1348,48 @@ fn loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one() {
     );
 }
 
+/// A task deque's slot by itself (`deque::TaskDeque`): the owner puts a job in the slot,
+/// pops (the slot's job, unless the thief took it), puts a second below everything (in the
+/// slot again, after the thief's take if it took the first, or onto the deque while the
+/// thief is still moving the first out) and pushes a third above it, while one thief steals
+/// twice and another once (two takers racing for the slot); the owner then pops what is
+/// left. Each job is taken exactly once, and loom's
+/// `UnsafeCell` on the slot reports any unsynchronised access to a job: with the slot's
+/// publishing store made Relaxed (the `slot` canary) the thief's read of the job races the
+/// owner's write.
+#[test]
+fn loom_a_deque_slot_between_its_owner_and_a_thief() {
+    use crate::deque::{Steal, TaskDeque};
+    model("loom_a_deque_slot_between_its_owner_and_a_thief", || {
+        let owner = TaskDeque::new_lifo();
+        owner.push_oldest(Box::new(1u32));
+        let thieves: Vec<_> = [2, 1]
+            .into_iter()
+            .map(|steals| {
+                let end = owner.stealer();
+                loom::thread::spawn(move || {
+                    let mut took = Vec::new();
+                    for _ in 0..steals {
+                        if let Steal::Success(n) = end.steal() {
+                            took.push(*n);
+                        }
+                    }
+                    took
+                })
+            })
+            .collect();
+        let mut all: Vec<u32> = owner.pop().map(|b| *b).into_iter().collect();
+        owner.push_oldest(Box::new(2u32));
+        owner.push(Box::new(3u32));
+        for thief in thieves {
+            all.extend(thief.join().unwrap());
+        }
+        all.extend(std::iter::from_fn(|| owner.pop()).map(|b| *b));
+        all.sort_unstable();
+        assert_eq!(all, [1, 2, 3]);
+    });
+}
+
 /// A ring by itself (`SharedQueue`): one producer pushes three jobs (the third grows the
 /// ring) while two consumers take what they find, one as `purge` does (`steal`: a lost race
 /// for the head is retried), one as a worker (`steal_noting`: it gives up); the rest is

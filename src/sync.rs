@@ -291,6 +291,8 @@ pub(crate) enum Canary {
     Idle,
     /// `exit`: a retiring worker that ends a graceful shutdown's last task wakes the others.
     Exit,
+    /// `slot`: a task deque's slot publishes its job with a Release store.
+    Slot,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -318,10 +320,11 @@ pub(crate) fn canary(which: Canary) -> bool {
             "reclaim" => Canary::Reclaim,
             "idle" => Canary::Idle,
             "exit" => Canary::Exit,
+            "slot" => Canary::Slot,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
                  (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim, \
-                 idle, exit)"
+                 idle, exit, slot)"
             ),
         })
     });

@@ -12,7 +12,7 @@
 //! The stages before a worker takes a task are the registry's: `registry/admission.rs` and
 //! `registry/dispatch.rs`.
 
-use crate::deque::Worker as Deque;
+use crate::deque::{TaskDeque, Worker as Deque};
 use crate::job::{Job, JobRef, INJECTED, UNKEPT};
 use crate::latch::Credit;
 use crate::metrics::counters::{Stat, WorkerState};
@@ -131,7 +131,7 @@ pub fn yield_to_lanes() -> usize {
 pub(crate) struct WorkerThread {
     index: usize,
     /// One deque per lane; with one lane (the default) only `locals[0]`.
-    locals: Box<[Deque<Job>]>,
+    locals: Box<[TaskDeque<Job>]>,
     /// `join`'s second halves (`JobRef`), in a pool with one lane (`join.rs`).
     joins: Deque<JobRef>,
     registry: Arc<Registry>,

@@ -6,7 +6,7 @@
 //! (`join_threads`).
 
 use super::queues::LocalQueues;
-use crate::deque::Worker as Deque;
+use crate::deque::TaskDeque;
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{canary, AtomicUsize, Canary, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
@@ -308,7 +308,7 @@ impl Crew {
     ) -> bool {
         let mut slots = self.slots.lock();
         debug_assert!(
-            deques.lanes.iter().all(Deque::is_empty) && deques.joins.is_empty(),
+            deques.lanes.iter().all(TaskDeque::is_empty) && deques.joins.is_empty(),
             "flock: a worker left work behind"
         );
         check();

@@ -4,7 +4,7 @@
 //! are made here too, and held by the crew (`registry/crew.rs`) or by the worker that runs
 //! the slot.
 
-use crate::deque::{Stealer, Worker as Deque};
+use crate::deque::{Stealer, TaskDeque, TaskStealer, Worker as Deque};
 use crate::job::{Job, JobRef};
 use crate::mailbox::Mailboxes;
 use crate::submitq::SharedQueue;
@@ -110,7 +110,7 @@ impl LaneQueue {
 /// A slot's own queues, held by the worker thread that runs in the slot.
 pub(crate) struct LocalQueues {
     /// One deque of tasks per lane (`Queues::stealer`).
-    pub(crate) lanes: Box<[Deque<Job>]>,
+    pub(crate) lanes: Box<[TaskDeque<Job>]>,
     /// `join`'s second halves, LIFO in every pool (`Queues::join_stealer`; only pools
     /// with one lane use it, see `join.rs`).
     pub(crate) joins: Deque<JobRef>,
@@ -121,7 +121,7 @@ pub(crate) struct Queues {
     /// One shared queue per lane.
     lanes: Box<[LaneQueue]>,
     /// Every slot's deques: slot `i`'s deque of lane `l` is at `i * lanes.len() + l`.
-    stealers: Box<[Stealer<Job>]>,
+    stealers: Box<[TaskStealer<Job>]>,
     /// Every slot's join deque (`LocalQueues::joins`), by slot.
     join_stealers: Box<[Stealer<JobRef>]>,
     /// Empty bundle buffers for reuse (`Queues::bundle_buffer`).
@@ -139,23 +139,12 @@ impl Queues {
         fifo: bool,
         submit_rings: usize,
     ) -> (Queues, Vec<LocalQueues>) {
-        let deques: Vec<Box<[Deque<Job>]>> = (0..slots)
-            .map(|_| {
-                lanes
-                    .iter()
-                    .map(|_| {
-                        if fifo {
-                            Deque::new_fifo()
-                        } else {
-                            Deque::new_lifo()
-                        }
-                    })
-                    .collect()
-            })
+        let deques: Vec<Box<[TaskDeque<Job>]>> = (0..slots)
+            .map(|_| lanes.iter().map(|_| TaskDeque::for_pool(fifo)).collect())
             .collect();
         let stealers = deques
             .iter()
-            .flat_map(|d| d.iter().map(Deque::stealer))
+            .flat_map(|d| d.iter().map(TaskDeque::stealer))
             .collect();
         let joins: Vec<Deque<JobRef>> = (0..slots).map(|_| Deque::new_lifo()).collect();
         let join_stealers = joins.iter().map(Deque::stealer).collect();
@@ -197,7 +186,7 @@ impl Queues {
 
     /// The thieves' end of slot `slot`'s deque of lane `lane`.
     #[inline]
-    pub(crate) fn stealer(&self, slot: usize, lane: usize) -> &Stealer<Job> {
+    pub(crate) fn stealer(&self, slot: usize, lane: usize) -> &TaskStealer<Job> {
         &self.stealers[slot * self.lanes.len() + lane]
     }
 
@@ -208,7 +197,7 @@ impl Queues {
     }
 
     /// Every slot's task deques, each with its lane.
-    pub(crate) fn lane_stealers(&self) -> impl Iterator<Item = (usize, &Stealer<Job>)> {
+    pub(crate) fn lane_stealers(&self) -> impl Iterator<Item = (usize, &TaskStealer<Job>)> {
         let lanes = self.lanes.len();
         self.stealers
             .iter()

@@ -89,13 +89,16 @@ impl WorkerThread {
 
     /// Two jobs claimed with one CAS from the ring we hold (`steal_ring_two`): the first is
     /// ours to run; the second goes where every other worker can take it and every re-check
-    /// reads it, announced as any push (docs/protocol.md, "FIFO within a lane"): onto our
-    /// own deque, which we pop before we take anything else of the lane, so on this worker
-    /// the two start in their order; a bundle's entry onto the front of the lane's shared
-    /// queue, as `take_up` puts one (entries never go to a deque). A first job that is a
-    /// bundle's entry is taken up before the second is put anywhere, so that its rest goes
-    /// on the front ahead of the second. Out of line and cold, so that the single take stays
-    /// the straight path of `take_held_ring` (the build whose figures docs/bench.md gives).
+    /// reads it, announced as any push (docs/protocol.md, "FIFO within a lane"): below
+    /// everything on our own deque, in its slot (`TaskDeque::push_oldest`; our deque is
+    /// empty here, since `find_work` pops it first), which we take back with one CAS before
+    /// we take anything else of the lane, so on this worker the two start in their order
+    /// (thieves take the slot before the deque); a bundle's entry onto the front of the
+    /// lane's shared queue, as `take_up` puts one (entries never go to a deque). A first job
+    /// that is a bundle's entry is taken up before the second is put anywhere, so that its
+    /// rest goes on the front ahead of the second. Out of line and cold, so that the single
+    /// take stays the straight path of `take_held_ring` (the build whose figures
+    /// docs/bench.md gives).
     #[cold]
     fn took_two(&self, first: Job, second: Job, left: u32) -> Option<Job> {
         let run = if first.flags() & BUNDLE == 0 {
@@ -111,7 +114,7 @@ impl WorkerThread {
             let rest = bundle.remaining();
             self.put_on_front(0, bundle, rest);
         } else {
-            self.locals[0].push(second);
+            self.locals[0].push_oldest(second);
             // The light side and the state test of a local push: a task we run may block
             // until `second` has run, so a sleeping worker must see it, as after
             // `push_local` (the `claim` canary drops this to prove the loom model needs it).
@@ -261,11 +264,12 @@ impl WorkerThread {
     #[inline]
     pub(super) fn pop_own(&self, lane: usize) -> Option<Job> {
         let local = &self.locals[lane];
-        // `is_empty` (two loads, inline) first: between tasks from outside our deque is
-        // empty, and an empty `pop` is a call into crossbeam (callgrind: ~20 instructions an
-        // outside task). Only we push here, so it says what `pop` would. (Not under loom,
-        // where the model's load would be one more step in every model.)
-        if !cfg!(flock_loom) && local.is_empty() {
+        // `looks_empty` (two loads and our own flag, inline) first: between tasks from
+        // outside our deque is empty, and an empty `pop` is a call into crossbeam (callgrind:
+        // ~20 instructions an outside task). Only we push here, so when it says empty, `pop`
+        // would find nothing; a job in the slot that a thief took since is `pop`'s to notice.
+        // (Not under loom, where the model's load would be one more step in every model.)
+        if !cfg!(flock_loom) && local.looks_empty() {
             return None;
         }
         local.pop()
