@@ -7,7 +7,7 @@ mod common;
 use common::{stall_all, watchdog, Gate, Live};
 use flock::{GroupError, Pool, TaskGroup};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -378,13 +378,31 @@ fn a_wait_from_a_group_task_run_by_the_caller_is_refused() {
             .when_full(flock::Backpressure::CallerRuns)
             .build()
             .unwrap();
-        let gate = Gate::new();
-        let g = gate.clone();
-        pool.submit(move || g.wait()).unwrap(); // fills the pool: the next task runs here
+        let (gate, started) = (Gate::new(), Gate::new());
+        let (g, s) = (gate.clone(), started.clone());
+        // Holds the only worker. Capacity counts tasks not started yet, so this one, once
+        // running, leaves the place free: it is filled next by a task that cannot start.
+        pool.submit(move || {
+            s.open();
+            g.wait()
+        })
+        .unwrap();
+        started.wait();
+        let here = std::thread::current().id();
+        // Until one is queued rather than run here (a place handed back late is taken by a
+        // submit that then runs its task here, as the group's below must).
+        loop {
+            let ran_here = Arc::new(AtomicBool::new(false));
+            let r = ran_here.clone();
+            pool.submit(move || r.store(std::thread::current().id() == here, Ordering::SeqCst))
+                .unwrap();
+            if !ran_here.load(Ordering::SeqCst) {
+                break;
+            }
+        }
         let group = Arc::new(TaskGroup::new(&pool));
         let (tx, rx) = std::sync::mpsc::channel();
         let g = group.clone();
-        let here = std::thread::current().id();
         group.spawn(move || tx.send((std::thread::current().id(), g.wait())).unwrap());
         let (ran_on, answer) = rx.recv().unwrap();
         assert_eq!(ran_on, here, "the task ran on the caller");
