@@ -1267,8 +1267,11 @@ fn loom_ring_race_loser_runs_the_next_job() {
 
 /// Two jobs claimed from a ring at once (`WorkerThread::took_two`): a worker that took a
 /// first task from a ring claims the next two with one CAS when both are published, runs the
-/// first and pushes the second onto its own deque. Here the first of those blocks until the
-/// second has run, so the other worker must take the second from that deque: it must see
+/// first and pushes the second onto its own deque (outside loom into the deque's slot; the
+/// pool's models leave the slot out, `TaskDeque::for_pool`, and
+/// `loom_a_deque_slot_between_its_owner_and_a_thief` checks it apart). Here the first of
+/// those blocks until the second has run, so the other worker must take the second from
+/// that deque: it must see
 /// it there, or be woken for it if it went to sleep when the ring looked empty. Preemption
 /// bound 1, as `loom_ring_race_loser_runs_the_next_job`. With the push's announcement
 /// removed (the `claim` canary) loom finds the other worker asleep beside it.
