@@ -8,6 +8,8 @@
 #   jobs_run                  # run the queue; prints "job NAME: ok|FAILED (rc N) in Ts" per job
 #   jobs_failed               # the names of the jobs that failed, one a line
 #   "$JOBS_DIR/NAME.log"      # a job's output
+#   jobs_clean_on_exit [PATH...]  # at exit, remove $JOBS_DIR and PATHs if the script succeeded
+#                             # (an EXIT trap); after a failure, keep them and say where
 
 jobs_init() {
     JOBS_DIR=$(mktemp -d)
@@ -27,6 +29,19 @@ _job_one() {
     bash -c "$cmd" >"$JOBS_DIR/$name.log" 2>&1 || rc=$?
     echo "$(( $(date +%s) - t0 ))" >"$JOBS_DIR/$name.secs"
     echo "$rc" >"$JOBS_DIR/$name.rc"
+}
+
+jobs_clean_on_exit() {
+    JOBS_TEMP=("$JOBS_DIR" "$@")
+    trap '_jobs_exit $?' EXIT
+}
+
+_jobs_exit() {
+    if [ "$1" = 0 ]; then
+        rm -rf "${JOBS_TEMP[@]}"
+    else
+        echo "logs kept in ${JOBS_TEMP[*]}" >&2
+    fi
 }
 
 jobs_run() {

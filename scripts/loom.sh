@@ -66,6 +66,7 @@ if [ "${#all[@]}" -eq 0 ]; then
 fi
 source scripts/jobs.sh
 jobs_init
+jobs_clean_on_exit "$log"
 queued=" "
 # queue_models NAME...: each listed model not queued yet, as its own job.
 queue_models() {

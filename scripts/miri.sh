@@ -63,6 +63,7 @@ if ! cargo +nightly miri test -p flock-pool "${small[@]}" "${extra[@]}" --no-run
 fi
 source scripts/jobs.sh
 jobs_init
+jobs_clean_on_exit "$log"
 run() { echo "cargo +nightly miri test -p flock-pool $1"; }
 # Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-27 at 669e2ae
 # on the 2-vCPU guest, 963 s of jobs in 496 s.

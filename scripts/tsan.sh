@@ -26,6 +26,8 @@ export FLOCK_NO_RSS_BOUND=1
 export TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 second_deadlock_stack=1"
 start=$(date +%s)
 log=$(mktemp)
+# Removed at the end if every step passed; after a failure it is kept, and named.
+trap 'rc=$?; if [ "$rc" = 0 ]; then rm -f "$log"; else echo "log kept in $log" >&2; fi' EXIT
 echo "== tsan: stress, shutdown races, wait loops, resize, pause, batches, waiting workers, FIFO, task groups, async waits ($target)"
 if ! cargo +nightly test -Zbuild-std --target "$target" -p flock-pool \
     --test stress --test shutdown --test submit_wait --test scope_join \
