@@ -30,6 +30,19 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// ```
 pub const DEFAULT_SPIN_LIMIT: u32 = 20;
 
+/// The smallest [`stack_size`](PoolBuilder::stack_size) a pool accepts, in bytes (64 KiB, as
+/// the C API's `FLOCK_MIN_STACK_SIZE`). A worker's own frames take up to 32 KiB in an
+/// unoptimised build (under 16 KiB optimised), so this leaves a task at least 32 KiB in
+/// either; a smaller size is [`BuildError::StackTooSmall`](crate::BuildError::StackTooSmall).
+///
+/// ```
+/// let err = flock::Pool::builder().stack_size(4096).build().unwrap_err();
+/// assert!(matches!(err, flock::BuildError::StackTooSmall { min: flock::MIN_STACK_SIZE, .. }));
+/// let pool = flock::Pool::builder().stack_size(flock::MIN_STACK_SIZE).build().unwrap();
+/// assert_eq!(pool.spawn(|| 7).join().unwrap(), 7);
+/// ```
+pub const MIN_STACK_SIZE: usize = 64 * 1024;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pinning {
     Off,
@@ -326,9 +339,11 @@ impl PoolBuilder {
     }
 
     /// Stack size of each worker thread in bytes. Default: the platform's (`std::thread`).
-    /// The worker's own frames take up to 32 KiB in an unoptimised build (under 16 KiB
-    /// optimised), beside your tasks' frames; as with `std::thread`, a stack that overflows
-    /// aborts the process. The C API refuses sizes below 64 KiB (`FLOCK_MIN_STACK_SIZE`).
+    /// At least [`MIN_STACK_SIZE`] (64 KiB): `build` refuses a smaller one
+    /// ([`BuildError::StackTooSmall`](crate::BuildError::StackTooSmall), and `0`
+    /// [`ZeroStackSize`](crate::BuildError::ZeroStackSize)). The worker's own frames take up
+    /// to 32 KiB in an unoptimised build (under 16 KiB optimised), beside your tasks' frames;
+    /// as with `std::thread`, a stack that overflows aborts the process.
     ///
     /// ```
     /// let pool = flock::Pool::builder().stack_size(8 << 20).build().unwrap();
@@ -671,8 +686,15 @@ impl PoolBuilder {
         if self.capacity == 0 {
             return Err(BuildError::ZeroCapacity);
         }
-        if self.stack_size == Some(0) {
-            return Err(BuildError::ZeroStackSize);
+        match self.stack_size {
+            Some(0) => return Err(BuildError::ZeroStackSize),
+            Some(bytes) if bytes < MIN_STACK_SIZE => {
+                return Err(BuildError::StackTooSmall {
+                    requested: bytes,
+                    min: MIN_STACK_SIZE,
+                })
+            }
+            _ => {}
         }
         let max_spawned_threads = self.max_spawned_threads.unwrap_or(workers);
         if max_spawned_threads == 0 && self.when_full == Backpressure::SpawnThread {

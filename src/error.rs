@@ -574,6 +574,14 @@ pub enum BuildError {
     ZeroSpawnThreads,
     /// `stack_size(0)`.
     ZeroStackSize,
+    /// `stack_size` below [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE), too little for a
+    /// worker's own frames and a task's.
+    StackTooSmall {
+        /// The size asked for, in bytes.
+        requested: usize,
+        /// The smallest accepted size, in bytes.
+        min: usize,
+    },
     /// `pin_to` was given an empty list.
     EmptyCoreList,
     /// `pin_to` named a core this process may not run on (or that does not exist).
@@ -659,6 +667,10 @@ impl fmt::Display for BuildError {
                 f.write_str("max_spawned_threads(0) with Backpressure::SpawnThread could never spawn; pass 1 or more")
             }
             BuildError::ZeroStackSize => f.write_str("stack_size(0) is not a usable stack; pass a size in bytes"),
+            BuildError::StackTooSmall { requested, min } => write!(
+                f,
+                "stack_size({requested}) leaves no room for a worker's frames and a task's; pass at least {min} bytes"
+            ),
             BuildError::EmptyCoreList => {
                 f.write_str("pin_to(&[]) names no core; pass at least one core id or use pin_workers(true)")
             }

@@ -356,7 +356,7 @@ mod loom_tests;
 
 pub use admit::{SpawnAsync, SubmitAsync};
 pub use awaits::{GroupWaitAsync, RunAsync, WaitAsync};
-pub use builder::{PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT};
+pub use builder::{PoolBuilder, DEFAULT_CAPACITY, DEFAULT_SPIN_LIMIT, MIN_STACK_SIZE};
 pub use config::Backpressure;
 pub use context::{
     broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,

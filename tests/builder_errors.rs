@@ -20,6 +20,19 @@ fn invalid_configurations_are_refused_with_a_hint() {
             "stack_size(0)",
         ),
         (
+            Pool::builder().stack_size(flock::MIN_STACK_SIZE - 1),
+            |e| {
+                matches!(
+                    e,
+                    BuildError::StackTooSmall {
+                        requested,
+                        min: flock::MIN_STACK_SIZE,
+                    } if *requested == flock::MIN_STACK_SIZE - 1
+                )
+            },
+            "pass at least 65536 bytes",
+        ),
+        (
             Pool::builder().pin_to(Vec::new()),
             |e| matches!(e, BuildError::EmptyCoreList),
             "at least one core",

@@ -45,6 +45,10 @@ fn policy(raw: u32) -> Option<Backpressure> {
 /// 32 KiB in either. Give tasks that use the stack more room.
 pub const FLOCK_MIN_STACK_SIZE: u64 = 64 * 1024;
 
+// The Rust builder refuses what this refuses (`flock::MIN_STACK_SIZE`): one minimum. A
+// literal above, so that cbindgen writes it into the header as a number.
+const _: () = assert!(FLOCK_MIN_STACK_SIZE == flock_core::MIN_STACK_SIZE as u64);
+
 /// A pool's configuration. Always start from flock_config_init, then change the fields you
 /// care about: later versions may add fields at the end, which flock_config_init fills in.
 /// The pool copies what it needs (lane names included); the struct, and the lanes array it
