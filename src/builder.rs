@@ -33,7 +33,7 @@ pub const DEFAULT_SPIN_LIMIT: u32 = 20;
 /// The smallest [`stack_size`](PoolBuilder::stack_size) a pool accepts, in bytes (64 KiB, as
 /// the C API's `FLOCK_MIN_STACK_SIZE`). A worker's own frames take up to 32 KiB in an
 /// unoptimised build (under 16 KiB optimised), so this leaves a task at least 32 KiB in
-/// either; a smaller size is [`BuildError::StackTooSmall`](crate::BuildError::StackTooSmall).
+/// either; a smaller size is [`BuildError::StackTooSmall`].
 ///
 /// ```
 /// let err = flock::Pool::builder().stack_size(4096).build().unwrap_err();
@@ -340,7 +340,7 @@ impl PoolBuilder {
 
     /// Stack size of each worker thread in bytes. Default: the platform's (`std::thread`).
     /// At least [`MIN_STACK_SIZE`] (64 KiB): `build` refuses a smaller one
-    /// ([`BuildError::StackTooSmall`](crate::BuildError::StackTooSmall), and `0`
+    /// ([`BuildError::StackTooSmall`], and `0`
     /// [`ZeroStackSize`](crate::BuildError::ZeroStackSize)). The worker's own frames take up
     /// to 32 KiB in an unoptimised build (under 16 KiB optimised), beside your tasks' frames;
     /// as with `std::thread`, a stack that overflows aborts the process.
