@@ -1271,10 +1271,10 @@ fn loom_ring_race_loser_runs_the_next_job() {
 /// pool's models leave the slot out, `TaskDeque::for_pool`, and
 /// `loom_a_deque_slot_between_its_owner_and_a_thief` checks it apart). Here the first of
 /// those blocks until the second has run, so the other worker must take the second from
-/// that deque: it must see
-/// it there, or be woken for it if it went to sleep when the ring looked empty. Preemption
-/// bound 1, as `loom_ring_race_loser_runs_the_next_job`. With the push's announcement
-/// removed (the `claim` canary) loom finds the other worker asleep beside it.
+/// that deque: it must see it there, or be woken for it if it went to sleep when the ring
+/// looked empty. Preemption bound 1, as `loom_ring_race_loser_runs_the_next_job`. With the
+/// push's announcement removed (the `claim` canary) loom finds the other worker asleep
+/// beside it.
 #[test]
 fn loom_a_claimed_second_job_is_taken_by_another_worker() {
     model_bounded(
