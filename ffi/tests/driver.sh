@@ -108,14 +108,25 @@ for name in "${names[@]}"; do
 done
 [ "$built" = 1 ] || exit 1
 
+# Each program runs under `timeout` (FLOCK_TEST_TIMEOUT seconds, default 600; the longest
+# takes under a minute under valgrind): a program that hangs fails its suite with its output
+# so far, rather than holding the run until CI's own limit. `timeout` signals its whole process
+# group, so a child the program forked goes too.
+limit=${FLOCK_TEST_TIMEOUT:-600}
 status=0
 for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp faults_c test_loops_cpp thread_ids_c \
     os_refusals_c; do
     echo "-- $t ($mode)"
     # The forced-panic test makes the library print its (caught) panics; keep them short.
-    if ! RUST_BACKTRACE=0 "${run[@]}" "$out/$t" 2> "$out/$t.stderr"; then
+    rc=0
+    RUST_BACKTRACE=0 timeout -k 10 "$limit" "${run[@]}" "$out/$t" 2> "$out/$t.stderr" || rc=$?
+    if [ "$rc" != 0 ]; then
         status=1
-        echo "   $t FAILED ($mode); its stderr:"
+        if [ "$rc" = 124 ]; then
+            echo "   $t TIMED OUT after ${limit}s ($mode); its stderr:"
+        else
+            echo "   $t FAILED ($mode, exit status $rc); its stderr:"
+        fi
         sed 's/^/   | /' "$out/$t.stderr"
     elif [ "$mode" = valgrind ]; then
         grep -E "ERROR SUMMARY|definitely lost|indirectly lost|possibly lost" "$out/$t.stderr" | sed 's/^/   | /' || true
