@@ -812,55 +812,54 @@ const TRICKLE_TASKS: usize = 2000;
 /// `2-way`: 2,000 rounds of two 50 µs halves (a join on flock and rayon, two submits and a
 /// wait on the others); the value is wall time a round, the CPU time a round beside it.
 /// `trickle`: one 20 µs task every 200 µs, 2,000 a run; the value is process CPU time a
-/// task (the useful work is 20 µs), wall time beside it. Three runs each, a fresh pool each.
+/// task (the useful work is 20 µs), wall time beside it. Five runs each, the pools in turn.
 fn low_par_rows() -> Vec<Row> {
     use common::low_par::{trickle, two_way_flock, two_way_rayon, two_way_submit, Spent};
     use common::peers::{ChannelPool, Threadpool, Tokio};
-    let runs = 3;
-    // [2-way, trickle] of one pool, `runs` times each.
-    fn measure<R: common::peers::Runner>(
-        pool: &R,
-        runs: usize,
-        two_way: &dyn Fn(&R) -> Spent,
-    ) -> [Vec<Spent>; 2] {
-        let mut out = [Vec::new(), Vec::new()];
-        for _ in 0..runs {
-            std::thread::sleep(Duration::from_millis(20));
-            out[0].push(two_way(pool));
-            std::thread::sleep(Duration::from_millis(20));
-            out[1].push(trickle(pool, TRICKLE_TASKS, TRICKLE_US, TRICKLE_EVERY));
-        }
-        out
-    }
+    let runs = 5;
     let (r, us) = (TWO_WAY_ROUNDS, TWO_WAY_US);
-    let mut per_pool: Vec<(&str, [Vec<Spent>; 2])> = Vec::new();
-    {
-        let f = Flock::new();
-        per_pool.push((
+    let (f, ry) = (Flock::new(), Rayon::new());
+    let (tp, tk, ch) = (Threadpool::new(), Tokio::new(), ChannelPool::new());
+    type Run<'a> = Box<dyn Fn() -> Spent + 'a>;
+    fn trickle_of<R: common::peers::Runner>(pool: &R) -> Run<'_> {
+        Box::new(move || trickle(pool, TRICKLE_TASKS, TRICKLE_US, TRICKLE_EVERY))
+    }
+    fn two_way_of<R: common::peers::Runner>(pool: &R) -> Run<'_> {
+        Box::new(move || two_way_submit(pool, TWO_WAY_ROUNDS, TWO_WAY_US))
+    }
+    // Each pool's [2-way, trickle] runs. flock first, whose medians the verdicts compare.
+    let pools: Vec<(&str, Run<'_>, Run<'_>)> = vec![
+        (
             "flock",
-            measure(&f, runs, &|p| two_way_flock(&p.pool, r, us)),
-        ));
+            Box::new(|| two_way_flock(&f.pool, r, us)),
+            trickle_of(&f),
+        ),
+        (
+            "rayon",
+            Box::new(|| two_way_rayon(&ry.0, r, us)),
+            trickle_of(&ry),
+        ),
+        ("threadpool", two_way_of(&tp), trickle_of(&tp)),
+        ("tokio", two_way_of(&tk), trickle_of(&tk)),
+        ("crossbeam-channel", two_way_of(&ch), trickle_of(&ch)),
+    ];
+    // The pools take turns run by run, as the other rows' paired rounds do: a shared
+    // machine's speed drifts over seconds (on the 2-vCPU guest the same 50 µs half ran
+    // 53-62 µs from one run to the next, `drain_probe two-way`), so pools measured one after
+    // another would be compared across different moments. Every pool stays built; the 20 ms
+    // pauses let the one that ran settle (spin, then park) before the next starts.
+    let mut per_pool: Vec<(&str, [Vec<Spent>; 2])> = pools
+        .iter()
+        .map(|(name, _, _)| (*name, [Vec::new(), Vec::new()]))
+        .collect();
+    for _ in 0..runs {
+        for (i, (_, two_way, trickle)) in pools.iter().enumerate() {
+            std::thread::sleep(Duration::from_millis(20));
+            per_pool[i].1[0].push(two_way());
+            std::thread::sleep(Duration::from_millis(20));
+            per_pool[i].1[1].push(trickle());
+        }
     }
-    {
-        let p = Rayon::new();
-        per_pool.push(("rayon", measure(&p, runs, &|p| two_way_rayon(&p.0, r, us))));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    let p = Threadpool::new();
-    per_pool.push((
-        "threadpool",
-        measure(&p, runs, &|p| two_way_submit(p, r, us)),
-    ));
-    drop(p);
-    let p = Tokio::new();
-    per_pool.push(("tokio", measure(&p, runs, &|p| two_way_submit(p, r, us))));
-    drop(p);
-    let p = ChannelPool::new();
-    per_pool.push((
-        "crossbeam-channel",
-        measure(&p, runs, &|p| two_way_submit(p, r, us)),
-    ));
-    drop(p);
     let mut rows = Vec::new();
     // (wall, CPU) medians per pool: [2-way a round, trickle a task].
     let mut medians: Vec<[(f64, f64); 2]> = Vec::new();

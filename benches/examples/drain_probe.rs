@@ -106,6 +106,15 @@
 //! tries, parks and wake-ups; and the floor, with each task run by the submitting thread
 //! between its sleeps. What the CPU beyond the task's 20 µs goes to.
 //!
+//! `drain_probe two-way [ROUNDS]`: where a `2-way` round's time goes (`bench_report`'s row,
+//! two workers), flock and rayon in turn on pools built once, `ROUNDS` (default 6) runs of
+//! 4,000 joins each. Each join stamps (one `Instant` for the process) when it is called, when
+//! each half starts and ends, and when it returns; per run: the wall time a round, each half's
+//! duration (mean and median: the same `cpu_work(50)` on each of the two workers), the steal
+//! (join called → the second half started on the other worker) and the return (the later
+//! half's end → join returned), over the joins whose second half was stolen, the last two
+//! being what the pool itself adds to a round; and how many were not stolen.
+//!
 //! `drain_probe idle-events W...`: what a pool of `W` workers (default 2 16) does in a burst
 //! (`bench_report`'s: 100 tasks of about 2 µs from one thread, waited for) and the second
 //! after it, the window of `bench_report`'s `idle-burst` row, in events that do not depend
@@ -1043,6 +1052,96 @@ impl common::peers::Runner for Inline {
     }
 }
 
+/// `drain_probe two-way ROUNDS`: see the module doc.
+fn two_way(runs: usize) {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    const JOINS: usize = 4000;
+    const US: u64 = 50;
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    common::spins_per_us();
+    let flock = flock::Pool::builder().workers(2).build().expect("flock");
+    let rayon = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("rayon");
+    println!(
+        "2-way: {JOINS} joins of two {US} µs halves a run, flock and rayon in turn, 2 workers each; \
+         µs; halves: mean/median"
+    );
+    println!("| run | pool | wall a round | first half | second half | steal p50 (mean) | return p50 (mean) | not stolen |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for run in 0..runs {
+        for pool in ["flock", "rayon"] {
+            std::thread::sleep(Duration::from_millis(20));
+            // Per join: called, first half's start and end, returned (this thread); the
+            // second half's start and end (whichever worker ran it).
+            let mut mine = vec![[0u64; 4]; JOINS];
+            let theirs: Vec<[AtomicU64; 2]> = (0..JOINS)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect();
+            let start = Instant::now();
+            macro_rules! rounds {
+                ($join:expr) => {
+                    for (m, t) in mine.iter_mut().zip(&theirs) {
+                        m[0] = now();
+                        let ((a0, a1), ()) = $join(
+                            || {
+                                let a0 = now();
+                                common::cpu_work(US);
+                                (a0, now())
+                            },
+                            || {
+                                t[0].store(now(), Relaxed);
+                                common::cpu_work(US);
+                                t[1].store(now(), Relaxed);
+                            },
+                        );
+                        (m[1], m[2], m[3]) = (a0, a1, now());
+                    }
+                };
+            }
+            if pool == "flock" {
+                flock.install(|| rounds!(|a, b| flock.join(a, b)));
+            } else {
+                rayon.install(|| rounds!(rayon::join));
+            }
+            let wall = start.elapsed().as_secs_f64() * 1e6 / JOINS as f64;
+            let us = |ns: u64| ns as f64 / 1e3;
+            let (mut first, mut second, mut steal, mut ret) = (vec![], vec![], vec![], vec![]);
+            let mut inline = 0;
+            for (m, t) in mine.iter().zip(&theirs).skip(1) {
+                let (b0, b1) = (t[0].load(Relaxed), t[1].load(Relaxed));
+                first.push(us(m[2] - m[1]));
+                second.push(us(b1 - b0));
+                if b0 >= m[2] {
+                    // Not stolen: the caller ran it after the first half.
+                    inline += 1;
+                    continue;
+                }
+                steal.push(us(b0 - m[0]));
+                ret.push(us(m[3] - m[2].max(b1)));
+            }
+            let stat = |v: &[f64]| (median(v.to_vec()), v.iter().sum::<f64>() / v.len() as f64);
+            let half = |v: &[f64]| {
+                let (p50, mean) = stat(v);
+                format!("{mean:.2}/{p50:.2}")
+            };
+            let cost = |v: &[f64]| {
+                let (p50, mean) = stat(v);
+                format!("{p50:.2} ({mean:.2})")
+            };
+            println!(
+                "| {run} | {pool} | {wall:.2} | {} | {} | {} | {} | {inline} |",
+                half(&first),
+                half(&second),
+                cost(&steal),
+                cost(&ret)
+            );
+        }
+    }
+}
+
 /// `drain_probe trickle-events W...`: see the module doc.
 fn trickle_events(workers: &[usize]) {
     use common::low_par::{trickle, two_way_flock};
@@ -1452,6 +1551,7 @@ fn main() {
             let w: Vec<usize> = args.map(|w| w.parse().expect("workers")).collect();
             trickle_events(if w.is_empty() { &[2, 16] } else { &w })
         }
+        Some("two-way") => two_way(args.next().map_or(6, |r| r.parse().expect("rounds"))),
         Some("idle-events") => {
             let w: Vec<usize> = args.map(|w| w.parse().expect("workers")).collect();
             idle_events(if w.is_empty() { &[2, 16] } else { &w })
@@ -1470,6 +1570,6 @@ fn main() {
             let runs = args.next().expect("runs").parse().expect("runs");
             join_events_child(&kind, runs, args.next().expect("w").parse().expect("workers"))
         }
-        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W... | idle-events W..."),
+        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W... | trickle-events W... | two-way [ROUNDS] | idle-events W..."),
     }
 }
