@@ -112,6 +112,118 @@ fn a_task_blocking_on_what_it_pushed_locally_is_not_stranded() {
     });
 }
 
+/// Case 3 across every queue a task's push can land in: the lanes' deques (its own lane's and
+/// another's, with and without strict priority), the FIFO queues of `fifo()` pools and of
+/// `spawn_fifo`, the join deque (a `join` half, a scope task) and a batch. The task pushes
+/// B, then blocks until B has run, so only the other worker can run it; in each pool the
+/// first round waits until that worker is parked before the push (then nothing but the
+/// push's own wake-up can start B: a path that skipped it hangs here every time, not only
+/// when it races a parking worker), and the rest race its parking (`spin_limit(0)`), with
+/// the membarrier and without.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a stress loop over 10 pools; Miri runs case 3 and the loom models the race"
+)]
+fn a_task_blocking_on_what_it_pushed_is_not_stranded_in_any_queue() {
+    type Push = fn(&Arc<Pool>, mpsc::Sender<()>);
+    let pushes: [(&str, Push); 8] = [
+        ("submit", |p, tx| {
+            p.submit(move || tx.send(()).unwrap()).unwrap()
+        }),
+        ("submit_to b", |p, tx| {
+            p.submit_to("b", move || tx.send(()).unwrap()).unwrap()
+        }),
+        ("spawn_fifo", |p, tx| {
+            drop(p.spawn_fifo(move || tx.send(()).unwrap()))
+        }),
+        ("submit_batch", |p, tx| {
+            let one = std::iter::once(move || tx.send(()).unwrap());
+            assert_eq!(p.submit_batch(one).unwrap(), 1);
+        }),
+        ("join", |_, _| unreachable!("run by `block`")),
+        ("scope spawn", |_, _| unreachable!("run by `block`")),
+        ("scope spawn_fifo", |_, _| unreachable!("run by `block`")),
+        ("submit_batch_to b", |p, tx| {
+            let one = std::iter::once(move || tx.send(()).unwrap());
+            assert_eq!(p.submit_batch_to("b", one).unwrap(), 1);
+        }),
+    ];
+    // On a worker: push B the `kind` way, then block until it ran.
+    fn block(pool: &Arc<Pool>, kind: &str, push: Push) {
+        let (tx, rx) = mpsc::channel::<()>();
+        match kind {
+            "join" => {
+                flock::join(move || rx.recv().unwrap(), move || tx.send(()).unwrap());
+            }
+            "scope spawn" => pool.in_place_scope(|s| {
+                s.spawn(move |_| tx.send(()).unwrap());
+                rx.recv().unwrap();
+            }),
+            "scope spawn_fifo" => pool.in_place_scope(|s| {
+                s.spawn_fifo(move |_| tx.send(()).unwrap());
+                rx.recv().unwrap();
+            }),
+            _ => {
+                push(pool, tx);
+                rx.recv().unwrap();
+            }
+        }
+    }
+    let rounds = 300;
+    watchdog(60, "push to any queue, then block on it", move || {
+        let lanes = [("a", 1), ("b", 1)];
+        for membarrier in [true, false] {
+            for (config, two_lanes) in [
+                ("one lane", false),
+                ("two lanes", true),
+                ("two lanes, strict priority", true),
+                ("fifo", false),
+                ("two lanes, fifo", true),
+            ] {
+                let mut b = Pool::builder()
+                    .workers(2)
+                    .spin_limit(0)
+                    .membarrier(membarrier);
+                if two_lanes {
+                    b = b.lanes(&lanes);
+                }
+                if config.contains("strict") {
+                    b = b.strict_priority(true);
+                }
+                if config.contains("fifo") {
+                    b = b.fifo();
+                }
+                let pool = Arc::new(b.build().unwrap());
+                for &(kind, push) in &pushes {
+                    if kind.ends_with(" b") && !two_lanes {
+                        continue;
+                    }
+                    eprintln!("{config}, membarrier {membarrier}: {kind}");
+                    for round in 0..rounds {
+                        let p = pool.clone();
+                        pool.submit(move || {
+                            if round == 0 {
+                                // The other worker parked: only our push can wake it.
+                                eventually(|| {
+                                    p.stats()
+                                        .per_worker
+                                        .iter()
+                                        .any(|w| w.state == flock::WorkerState::Parked)
+                                });
+                            }
+                            block(&p, kind, push);
+                        })
+                        .unwrap();
+                        pool.wait().unwrap();
+                    }
+                }
+                pool.shutdown().unwrap();
+            }
+        }
+    });
+}
+
 /// Case 4: the owner of a scope waits while a scope task that another worker stole spawns
 /// slow tasks. The waiting owner takes its share (before, it blocked on the latch and the
 /// thief ran all eight in series).
