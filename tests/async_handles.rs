@@ -372,6 +372,67 @@ fn submit_async_never_blocks_under_block() {
     });
 }
 
+/// Under `CallerRuns` and `SpawnThread` a full queue makes `submit` run the task on the
+/// caller or on a helper thread; the async forms wait for room instead, whatever the policy:
+/// running the task in `poll` would block the executor's thread (README: "Async callers never
+/// block"). So the first poll is pending, no helper thread is started, and the task runs on
+/// the pool's worker, not on the thread that polled. `spawn_async` and `run_async` too.
+#[test]
+fn async_admission_waits_for_room_under_caller_runs_and_spawn_thread() {
+    common::watchdog(
+        60,
+        "async admission under CallerRuns and SpawnThread",
+        || {
+            for policy in [Backpressure::CallerRuns, Backpressure::SpawnThread] {
+                for form in ["submit_async", "spawn_async", "run_async"] {
+                    let (pool, go) = full_pool(policy);
+                    let poller = thread::current().id();
+                    let (tx, ran_on) = mpsc::channel();
+                    let task = move || {
+                        tx.send((thread::current().id(), flock::current_worker_index()))
+                            .unwrap();
+                    };
+                    let mut fut: std::pin::Pin<Box<dyn Future<Output = bool>>> = match form {
+                        "submit_async" => Box::pin(async { pool.submit_async(task).await.is_ok() }),
+                        "spawn_async" => Box::pin(async {
+                            let handle = pool.spawn_async(task).await;
+                            handle.await.is_ok()
+                        }),
+                        _ => Box::pin(async { pool.run_async(task).await.is_ok() }),
+                    };
+                    let flag = Unpark::new();
+                    let waker = Waker::from(flag.clone());
+                    assert!(
+                        fut.as_mut()
+                            .poll(&mut Context::from_waker(&waker))
+                            .is_pending(),
+                        "{policy:?}, {form}: the first poll did not wait for room"
+                    );
+                    assert!(
+                        ran_on.try_recv().is_err(),
+                        "{policy:?}, {form}: the task ran in the poll"
+                    );
+                    go.send(()).unwrap(); // the worker starts the queued task: room
+                    let (ok, _) = block_on(fut);
+                    assert!(ok, "{policy:?}, {form}");
+                    pool.wait().unwrap();
+                    let (thread, worker) = ran_on.recv().unwrap();
+                    assert_ne!(
+                        thread, poller,
+                        "{policy:?}, {form}: ran on the polling thread"
+                    );
+                    assert_eq!(worker, Some(0), "{policy:?}, {form}: ran off the workers");
+                    if cfg!(feature = "stats") {
+                        let stats = pool.stats();
+                        assert_eq!(stats.spawned_thread, 0, "{policy:?}, {form}");
+                        assert_eq!(stats.caller_runs, 0, "{policy:?}, {form}");
+                    }
+                }
+            }
+        },
+    );
+}
+
 #[test]
 fn dropping_a_waiting_submit_drops_the_task_unrun() {
     let (pool, go) = full_pool(Backpressure::Reject);
