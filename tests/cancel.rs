@@ -370,6 +370,99 @@ fn a_cancel_wakes_an_async_spawn_waiting_for_room() {
     });
 }
 
+/// This thread's id (`/proc/thread-self` is `/proc/PID/task/TID`).
+fn this_thread_id() -> u64 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// Whether thread `tid` of this process is asleep (state `S` in `/proc/self/task/TID/stat`).
+fn asleep(tid: u64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(") ")
+        .map(|(_, rest)| rest.starts_with('S'))
+        == Some(true)
+}
+
+/// A cancel of each kind (the handle, a `cancel_on_drop` wrapper's drop, the group's
+/// `cancel`) wakes a submitter that is already waiting for room: a thread blocked in `submit`
+/// (seen asleep in `/proc` before the cancel) and a `spawn_async` polled to pending. The
+/// two tests above start their waiter and cancel at once, so there the cancel usually came
+/// first and the submit simply found room.
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc")]
+fn a_cancel_of_each_kind_wakes_a_submitter_already_waiting_for_room() {
+    for how in ["handle", "cancel_on_drop", "group"] {
+        for waiter in ["blocked submit", "spawn_async"] {
+            watchdog(30, &format!("{how} cancel wakes a {waiter}"), move || {
+                let pool = Arc::new(
+                    Pool::builder()
+                        .workers(1)
+                        .capacity(4)
+                        .when_full(Backpressure::Block)
+                        .build()
+                        .unwrap(),
+                );
+                let gate = stall_all(&pool);
+                let group = TaskGroup::new(&pool);
+                let (mut handles, mut wrapped) = (Vec::new(), Vec::new());
+                for _ in 0..4 {
+                    match how {
+                        "handle" => handles.push(pool.spawn(|| ())),
+                        "cancel_on_drop" => wrapped.push(pool.spawn(|| ()).cancel_on_drop()),
+                        _ => group.spawn(|| ()),
+                    }
+                }
+                let mut cancel = || match how {
+                    "handle" => assert!(handles[0].cancel()),
+                    "cancel_on_drop" => drop(wrapped.pop()),
+                    _ => assert_eq!(group.cancel(), 4),
+                };
+                if waiter == "blocked submit" {
+                    let (tid_tx, tid) = std::sync::mpsc::channel();
+                    let p = pool.clone();
+                    let blocked = std::thread::spawn(move || {
+                        tid_tx.send(this_thread_id()).unwrap();
+                        p.submit(|| ()).is_ok()
+                    });
+                    let tid = tid.recv().unwrap();
+                    eventually(|| asleep(tid));
+                    cancel();
+                    assert!(blocked.join().unwrap(), "the blocked submit is admitted");
+                } else {
+                    let woken = Arc::new(Woken::default());
+                    let waker = Waker::from(woken.clone());
+                    let mut fut = pin!(pool.spawn_async(|| 7));
+                    let mut cx = Context::from_waker(&waker);
+                    assert!(fut.as_mut().poll(&mut cx).is_pending());
+                    cancel();
+                    assert!(woken.0.load(Ordering::SeqCst), "the cancel woke the waiter");
+                    let Poll::Ready(handle) = fut.as_mut().poll(&mut cx) else {
+                        panic!("room after the cancel");
+                    };
+                    gate.open();
+                    assert_eq!(handle.join().unwrap(), 7);
+                }
+                gate.open();
+                drop(wrapped);
+                books_balance(&pool);
+                group.wait().unwrap();
+            });
+        }
+    }
+}
+
+/// A waker that records whether it was woken.
+#[derive(Default)]
+struct Woken(AtomicBool);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// On a pool with lanes, a task cancelled in its lane leaves that lane's queued figure, and
 /// the figures still add up to the pool's.
 #[test]
