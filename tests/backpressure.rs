@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{stall_all, watchdog, Gate};
+use common::{asleep, eventually, stall_all, this_thread_id, watchdog, Gate};
 use flock::{Backpressure, Pool, RejectReason};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -256,5 +256,77 @@ fn overload_accepts_at_most_capacity_plus_workers() {
         gate.open();
         pool.wait().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), acc);
+    });
+}
+
+/// A thread blocked for room (`Backpressure::Block`) is woken at the low-water mark,
+/// `capacity - capacity / 32`, not at the first unit given back (README: "a blocked submitter
+/// wakes once the queue drained below `capacity − capacity/32`, not once per task"): with
+/// capacity 64 the queue goes 64 -> 63 -> 62 and the submit stays blocked, then 62 -> 61
+/// lets it in. The async form has the same test (`tests/async_handles.rs`).
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc")]
+fn a_blocked_submit_is_woken_at_the_low_water_mark() {
+    watchdog(30, "blocked submit and the low-water mark", || {
+        // `max_workers(2)`: workers give back each start at once (`capacity / (32 × 2)` = 1).
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .capacity(64)
+                .when_full(Backpressure::Block)
+                .build()
+                .unwrap(),
+        );
+        // Task i tells that it started, then waits for its go.
+        let (started_tx, started) = mpsc::channel::<usize>();
+        let mut gos = Vec::new();
+        for i in 0..=64 {
+            let (go_tx, go) = mpsc::channel::<()>();
+            gos.push(go_tx);
+            let started_tx = started_tx.clone();
+            pool.submit(move || {
+                started_tx.send(i).unwrap();
+                go.recv().unwrap();
+            })
+            .unwrap();
+            if i == 0 {
+                // The worker holds task 0; tasks 1-64 fill the queue.
+                assert_eq!(started.recv().unwrap(), 0);
+            }
+        }
+        let admitted = Arc::new(AtomicUsize::new(0));
+        let (p, a) = (pool.clone(), admitted.clone());
+        let (tid_tx, tid) = mpsc::channel();
+        let blocked = std::thread::spawn(move || {
+            tid_tx.send(this_thread_id()).unwrap();
+            p.submit(|| ()).unwrap();
+            a.store(1, Ordering::SeqCst);
+        });
+        // Blocked (asleep) before any room is given back.
+        let tid = tid.recv().unwrap();
+        eventually(|| asleep(tid));
+        for (i, go) in gos.iter().enumerate().take(2) {
+            go.send(()).unwrap();
+            // Task i + 1 has started: its unit of capacity was given back before it ran.
+            assert_eq!(started.recv().unwrap(), i + 1);
+            // Room for one: a submitter woken now would take it and return at once. A
+            // moment for it to do so (a wake that comes later still fails the check).
+            std::thread::sleep(Duration::from_millis(30));
+            assert_eq!(
+                admitted.load(Ordering::SeqCst),
+                0,
+                "admitted with {} of 64 queued",
+                63 - i
+            );
+        }
+        gos[2].send(()).unwrap();
+        assert_eq!(started.recv().unwrap(), 3);
+        blocked.join().unwrap();
+        for go in &gos[3..] {
+            go.send(()).unwrap();
+        }
+        pool.wait().unwrap();
+        assert_eq!(pool.stats().completed, 66);
     });
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{eventually, stall_all, watchdog};
+use common::{asleep, eventually, stall_all, this_thread_id, watchdog};
 use flock::{Backpressure, JoinError, Pool, TaskGroup, WorkerState};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -368,21 +368,6 @@ fn a_cancel_wakes_an_async_spawn_waiting_for_room() {
         assert_eq!(handle.join().unwrap(), 7);
         books_balance(&pool);
     });
-}
-
-/// This thread's id (`/proc/thread-self` is `/proc/PID/task/TID`).
-fn this_thread_id() -> u64 {
-    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
-    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
-}
-
-/// Whether thread `tid` of this process is asleep (state `S` in `/proc/self/task/TID/stat`).
-fn asleep(tid: u64) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-    // The state follows the command name, which is in parentheses and may hold spaces.
-    stat.rsplit_once(") ")
-        .map(|(_, rest)| rest.starts_with('S'))
-        == Some(true)
 }
 
 /// A cancel of each kind (the handle, a `cancel_on_drop` wrapper's drop, the group's

@@ -217,3 +217,20 @@ pub fn named(name: &'static str, workers: usize) -> flock::Pool {
 pub fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_owned()
 }
+
+/// This thread's id (`/proc/thread-self` is `/proc/PID/task/TID`).
+pub fn this_thread_id() -> u64 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// Whether thread `tid` of this process is asleep (state `S` in `/proc/self/task/TID/stat`):
+/// for a test that must act only once a thread blocked (in a futex wait: its only way to sleep
+/// at that point).
+pub fn asleep(tid: u64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(") ")
+        .map(|(_, rest)| rest.starts_with('S'))
+        == Some(true)
+}
