@@ -433,6 +433,50 @@ fn async_admission_waits_for_room_under_caller_runs_and_spawn_thread() {
     );
 }
 
+/// An awaited handle whose task `shutdown_now` or `purge` drops unrun: the waiter registered
+/// by the pending poll is woken, once, and the next poll is ready with `Dropped` (README:
+/// "the task's end ... and a shutdown each wake what registered"; a blocking `join` has the
+/// same checks in `tests/shutdown.rs` and `tests/purge.rs`).
+#[test]
+fn an_awaited_handle_whose_task_is_dropped_is_woken_with_dropped() {
+    common::watchdog(30, "awaited handle of a dropped task", || {
+        for how in ["shutdown_now", "purge"] {
+            let (pool, go) = busy_pool();
+            let mut handle = pool.spawn(|| 7);
+            let flag = Unpark::new();
+            let waker = Waker::from(flag.clone());
+            assert!(poll_once(&mut handle, &waker).is_pending(), "{how}");
+            let dropped = match how {
+                "shutdown_now" => {
+                    let pool = Arc::new(pool);
+                    let p = pool.clone();
+                    // Returns once the held worker's task ends (`go`, below, sent once the
+                    // shutdown has begun).
+                    let shut = thread::spawn(move || p.shutdown_now().unwrap());
+                    while !pool.is_shutdown() {
+                        thread::yield_now();
+                    }
+                    go.send(()).unwrap();
+                    shut.join().unwrap() as usize
+                }
+                _ => {
+                    let n = pool.purge();
+                    go.send(()).unwrap();
+                    pool.wait().unwrap();
+                    n
+                }
+            };
+            assert_eq!(dropped, 1, "{how}");
+            wait_for_wake(&flag);
+            assert_eq!(flag.wakes(), 1, "{how}: woken once");
+            match poll_once(&mut handle, &waker) {
+                Poll::Ready(Err(flock::JoinError::Dropped)) => {}
+                other => panic!("{how}: {other:?}"),
+            }
+        }
+    });
+}
+
 #[test]
 fn dropping_a_waiting_submit_drops_the_task_unrun() {
     let (pool, go) = full_pool(Backpressure::Reject);
