@@ -484,3 +484,50 @@ fn a_scope_waiting_in_a_paused_pool_runs_the_task_a_retiring_worker_handed_over(
         assert_eq!(pool.workers(), 1);
     });
 }
+
+/// While paused, submissions still queue "within capacity" (README): a paused pool of
+/// capacity 4 takes four tasks from outside and refuses the fifth as `Full` (handing it
+/// back), under `Reject`; under `Block` with a timeout the fifth waits and is refused as
+/// `Timeout`; the four run once the pool resumes.
+#[test]
+fn a_paused_pool_queues_within_capacity() {
+    watchdog(30, "paused pool and capacity", || {
+        for policy in [flock::Backpressure::Reject, flock::Backpressure::Block] {
+            let pool = Pool::builder()
+                .workers(2)
+                .capacity(4)
+                .when_full(policy)
+                .block_timeout(Duration::from_millis(20))
+                .build()
+                .unwrap();
+            pool.pause();
+            let ran = Arc::new(AtomicUsize::new(0));
+            for i in 0..4 {
+                let r = ran.clone();
+                assert!(
+                    pool.submit(move || {
+                        r.fetch_add(1, SeqCst);
+                    })
+                    .is_ok(),
+                    "{policy:?}: submit {i} while paused"
+                );
+            }
+            let fifth = Arc::new(AtomicBool::new(false));
+            let f = fifth.clone();
+            let refused = pool
+                .submit(move || f.store(true, SeqCst))
+                .expect_err("over capacity while paused");
+            let want = match policy {
+                flock::Backpressure::Reject => flock::RejectReason::Full,
+                _ => flock::RejectReason::Timeout,
+            };
+            assert_eq!(refused.reason(), want, "{policy:?}");
+            refused.into_inner()();
+            assert!(fifth.load(SeqCst), "{policy:?}: handed back");
+            assert_eq!(ran.load(SeqCst), 0, "{policy:?}: ran while paused");
+            pool.resume();
+            pool.wait().unwrap();
+            assert_eq!(ran.load(SeqCst), 4, "{policy:?}");
+        }
+    });
+}
