@@ -88,6 +88,61 @@ fn one_threads_tasks_and_batches_run_in_submission_order() {
     });
 }
 
+/// The same order for a thread that submits after sixteen others hold the lane's sixteen
+/// submitter rings: its tasks and batches (bundles of ten, batches of three) go through the
+/// shared injector, and still run in the order it submitted them (README: "FIFO within a
+/// lane"). The sixteen threads each submit a task first (claiming a ring) and hold their
+/// rings until the end; everything is queued while the pool is paused, then run on one worker.
+#[test]
+fn one_threads_tasks_run_in_order_through_the_injector_once_the_rings_are_held() {
+    watchdog(60, "FIFO through the injector", || {
+        let pool = Pool::builder().workers(1).build().unwrap();
+        pool.pause();
+        let holders = 16;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let claimed = std::sync::Barrier::new(holders + 1);
+        let done = std::sync::Barrier::new(holders + 1);
+        std::thread::scope(|s| {
+            for _ in 0..holders {
+                let (pool, claimed, done) = (&pool, &claimed, &done);
+                s.spawn(move || {
+                    pool.submit(|| ()).unwrap();
+                    claimed.wait();
+                    done.wait();
+                });
+            }
+            claimed.wait();
+            // A thread that has not submitted to this pool yet: no ring is free for it.
+            let last = s.spawn(|| {
+                let mut next = 0;
+                for round in 0..30 {
+                    for _ in 0..7 {
+                        let (order, i) = (order.clone(), next);
+                        next += 1;
+                        pool.submit(move || order.lock().unwrap().push(i)).unwrap();
+                    }
+                    let k = if round % 2 == 0 { 10 } else { 3 };
+                    let batch: Vec<_> = (next..next + k)
+                        .map(|i| {
+                            let order = order.clone();
+                            move || order.lock().unwrap().push(i)
+                        })
+                        .collect();
+                    next += k;
+                    assert_eq!(pool.submit_batch(batch).unwrap(), k);
+                }
+                next
+            });
+            let submitted = last.join().unwrap();
+            pool.resume();
+            pool.wait().unwrap();
+            done.wait();
+            assert_eq!(*order.lock().unwrap(), (0..submitted).collect::<Vec<_>>());
+        });
+        pool.shutdown().unwrap();
+    });
+}
+
 /// One thread's tasks start in submission order on one worker while the pool is paused and
 /// resumed over and over, the worker running them from inside a task (`flock::yield_now`,
 /// the path of a worker waiting in `join` or `scope`). A worker that takes a task from its
