@@ -171,7 +171,7 @@ fn a_task_blocking_on_what_it_pushed_is_not_stranded_in_any_queue() {
         }
     }
     let rounds = 300;
-    watchdog(60, "push to any queue, then block on it", move || {
+    watchdog(120, "push to any queue, then block on it", move || {
         let lanes = [("a", 1), ("b", 1)];
         for membarrier in [true, false] {
             for (config, two_lanes) in [
