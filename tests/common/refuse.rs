@@ -139,14 +139,17 @@ fn run_refusing<R: Send + 'static>(
 }
 
 /// After a grow of `pool` (one worker, `max_workers(3)`) failed for a refusal: the pool still
-/// has its one worker, runs tasks on it, and a grow from a thread the OS refuses nothing
+/// has its one worker (the refused threads' slots leave `per_worker` once they have left;
+/// call it inside a watchdog), runs tasks on it, and a grow from a thread the OS refuses nothing
 /// fills the slots the failed one took.
 pub fn one_worker_left_then_grow(pool: &flock::Pool) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     assert_eq!(pool.workers(), 1);
     assert_eq!(pool.broadcast(|i| i), [0]);
-    assert_eq!(pool.stats().per_worker.len(), 1);
+    // `per_worker` shows the slots still retiring too (`Stats::per_worker`): a thread whose
+    // pinning failed reported before `resize` returned, and leaves its slot after.
+    super::eventually(|| pool.stats().per_worker.len() == 1);
     let ran = Arc::new(AtomicUsize::new(0));
     for _ in 0..1000 {
         let ran = ran.clone();
