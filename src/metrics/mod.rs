@@ -306,9 +306,17 @@ impl Registry {
     /// `in_flight` never underflows.
     /// Tasks queued in lane `i` now: its shared queue, every worker's deque of the lane, the
     /// jobs still inside bundles, and those workers keep from a pause (`LaneQueue::kept`),
-    /// less the shells of cancelled tasks among them (`LaneQueue::shells`). A gauge (Relaxed
-    /// reads at different moments, clamped).
+    /// less the shells of cancelled tasks among them (`LaneQueue::shells`). A gauge (reads at
+    /// different moments, clamped).
+    ///
+    /// The shells are read first. A worker takes a shell's entry from its queue, then counts
+    /// the shell taken (`shell_taken`, Release; `shells`, Acquire): so every shell we find
+    /// gone, we also find gone from the entries read after, and the shells a worker skips
+    /// meanwhile can only make the figure low, never high. Read in the other order, a worker
+    /// skipping shells between the two reads made a pool whose only queued entries were
+    /// shells report them as queued tasks (8 in a CI run, after `wait()` had returned).
     pub(crate) fn lane_queued(&self, i: usize) -> u64 {
+        let shells = self.queues.lane(i).shells() as i64;
         let lanes = self.queues.lane_count();
         let mut entries = self.queues.lane(i).shared().len()
             + self.queues.lane(i).kept()
@@ -323,7 +331,6 @@ impl Registry {
         // on the shards. Read at different moments, so clamp.
         let bundled = self.queues.lane(i).bundled() as u64;
         let claimed = self.shards.sum_lane(LaneStat::Claimed, i);
-        let shells = self.queues.lane(i).shells() as i64;
         (entries as i64 + bundled.wrapping_sub(claimed) as i64 - shells).max(0) as u64
     }
 

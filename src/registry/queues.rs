@@ -97,13 +97,17 @@ impl LaneQueue {
 
     /// The shell of a cancelled task of this lane was taken from its queue.
     pub(crate) fn shell_taken(&self) {
+        // Release: the take of the shell's entry from its queue comes before; a reader of
+        // `shells` that sees this decrement (Acquire) then sees that entry gone
+        // (`Registry::lane_queued`).
         self.shells
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            .fetch_sub(1, std::sync::atomic::Ordering::Release);
     }
 
     /// Shells of cancelled tasks still queued (see `shells`).
     pub(crate) fn shells(&self) -> usize {
-        self.shells.load(std::sync::atomic::Ordering::Relaxed)
+        // Acquire: pairs with `shell_taken`.
+        self.shells.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
