@@ -48,6 +48,17 @@ fn block_on<F: Future + Unpin>(mut f: F, waker: &Waker) -> F::Output {
     }
 }
 
+/// For a future that returned `Pending`: parks, without polling it again, until its waker
+/// has been called, then polls it to the end. So the event it waits for must wake the waker
+/// it stored (a missing wake hangs, and the test's watchdog fails it); a second poll made
+/// before the wake could find the event done, and the future would rightly drop its waker.
+fn block_on_after_a_wake<F: Future + Unpin>(f: F, wakes: &Counting, waker: &Waker) -> F::Output {
+    while wakes.wakes.load(Ordering::SeqCst) == 0 {
+        std::thread::park();
+    }
+    block_on(f, waker)
+}
+
 #[test]
 fn run_async_gives_the_value_the_panic_or_the_refusal() {
     watchdog(30, "run_async outcomes", || {
@@ -84,11 +95,8 @@ fn run_async_waits_for_room_without_blocking_then_for_the_result() {
             assert!(poll_once(&mut run, &waker).is_pending(), "returned at once");
             assert_eq!(wakes.wakes.load(Ordering::SeqCst), 0);
             gate.open();
-            assert_eq!(block_on(run, &waker).unwrap(), 5);
-            assert!(
-                wakes.wakes.load(Ordering::SeqCst) >= 1,
-                "woken, not polled blind"
-            );
+            // Woken, not polled blind.
+            assert_eq!(block_on_after_a_wake(run, &wakes, &waker).unwrap(), 5);
         }
     });
 }
@@ -111,8 +119,7 @@ fn wait_async_is_pending_while_tasks_run_and_woken_when_they_finish() {
         assert!(poll_once(&mut waiting, &waker).is_pending());
         assert_eq!(pool.stats().waiters, 1, "counted as a waiter");
         gate.open();
-        assert_eq!(block_on(waiting, &waker), Ok(()));
-        assert!(wakes.wakes.load(Ordering::SeqCst) >= 1);
+        assert_eq!(block_on_after_a_wake(waiting, &wakes, &waker), Ok(()));
         assert_eq!(done.load(Ordering::SeqCst), 50);
         assert_eq!(pool.stats().waiters, 0);
         // Quiet already: ready at the first poll.
@@ -170,8 +177,10 @@ fn group_wait_async_is_woken_by_the_last_task_and_reports_panics() {
         let mut waiting = group.wait_async();
         assert!(poll_once(&mut waiting, &waker).is_pending());
         gate.open();
-        assert_eq!(block_on(waiting, &waker), Err(GroupError::Panicked(1)));
-        assert!(wakes.wakes.load(Ordering::SeqCst) >= 1);
+        assert_eq!(
+            block_on_after_a_wake(waiting, &wakes, &waker),
+            Err(GroupError::Panicked(1))
+        );
         assert_eq!(group.unfinished(), 0);
         assert_eq!(block_on(group.wait_async(), &waker), Ok(()));
     });
