@@ -309,23 +309,8 @@ fn a_waiting_submit_is_woken_at_the_low_water_mark() {
                 .capacity(64)
                 .build()
                 .unwrap();
-            // Task i tells that it started, then waits for its go.
-            let (started_tx, started) = mpsc::channel::<usize>();
-            let mut gos = Vec::new();
-            for i in 0..=64 {
-                let (go_tx, go) = mpsc::channel::<()>();
-                gos.push(go_tx);
-                let started_tx = started_tx.clone();
-                pool.submit(move || {
-                    started_tx.send(i).unwrap();
-                    go.recv().unwrap();
-                })
-                .unwrap();
-                if i == 0 {
-                    // The worker holds task 0; tasks 1-64 fill the queue.
-                    assert_eq!(started.recv().unwrap(), 0);
-                }
-            }
+            // The worker holds task 0; tasks 1-64 fill the queue.
+            let (started, gos) = common::fill_behind_a_held_task(&pool, 64);
             let mut fut = pool.submit_async(|| ());
             let flag = Unpark::new();
             let waker = Waker::from(flag.clone());

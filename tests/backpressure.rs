@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{asleep, eventually, stall_all, this_thread_id, watchdog, Gate};
+use common::{
+    asleep, eventually, fill_behind_a_held_task, stall_all, this_thread_id, watchdog, Gate,
+};
 use flock::{Backpressure, Pool, RejectReason};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -278,23 +280,8 @@ fn a_blocked_submit_is_woken_at_the_low_water_mark() {
                 .build()
                 .unwrap(),
         );
-        // Task i tells that it started, then waits for its go.
-        let (started_tx, started) = mpsc::channel::<usize>();
-        let mut gos = Vec::new();
-        for i in 0..=64 {
-            let (go_tx, go) = mpsc::channel::<()>();
-            gos.push(go_tx);
-            let started_tx = started_tx.clone();
-            pool.submit(move || {
-                started_tx.send(i).unwrap();
-                go.recv().unwrap();
-            })
-            .unwrap();
-            if i == 0 {
-                // The worker holds task 0; tasks 1-64 fill the queue.
-                assert_eq!(started.recv().unwrap(), 0);
-            }
-        }
+        // The worker holds task 0; tasks 1-64 fill the queue.
+        let (started, gos) = fill_behind_a_held_task(&pool, 64);
         let admitted = Arc::new(AtomicUsize::new(0));
         let (p, a) = (pool.clone(), admitted.clone());
         let (tid_tx, tid) = mpsc::channel();

@@ -54,6 +54,30 @@ fn blocking_tasks_of_one_lane_start_in_submission_order() {
     });
 }
 
+/// Submits `rounds` rounds from the calling thread, each seven tasks and then one batch
+/// (ten tasks in even rounds, three in odd ones); task `i` pushes `i` onto `order`, numbered
+/// in submission order. Returns how many tasks it submitted.
+fn submit_tasks_and_batches(pool: &Pool, order: &Arc<Mutex<Vec<usize>>>, rounds: usize) -> usize {
+    let mut next = 0;
+    for round in 0..rounds {
+        for _ in 0..7 {
+            let (order, i) = (order.clone(), next);
+            next += 1;
+            pool.submit(move || order.lock().unwrap().push(i)).unwrap();
+        }
+        let k = if round % 2 == 0 { 10 } else { 3 };
+        let batch: Vec<_> = (next..next + k)
+            .map(|i| {
+                let order = order.clone();
+                move || order.lock().unwrap().push(i)
+            })
+            .collect();
+        next += k;
+        assert_eq!(pool.submit_batch(batch).unwrap(), k);
+    }
+    next
+}
+
 /// One thread's tasks start in submission order across its submitter ring's growth (a first
 /// ring holds 256), with batches mixed in: bundles of ten and batches of three (pushed one by
 /// one) go through the same ring. One worker, everything queued while the pool is paused,
@@ -64,23 +88,7 @@ fn one_threads_tasks_and_batches_run_in_submission_order() {
         let pool = Pool::builder().workers(1).build().unwrap();
         pool.pause();
         let order = Arc::new(Mutex::new(Vec::new()));
-        let mut next = 0;
-        for round in 0..60 {
-            for _ in 0..7 {
-                let (order, i) = (order.clone(), next);
-                next += 1;
-                pool.submit(move || order.lock().unwrap().push(i)).unwrap();
-            }
-            let k = if round % 2 == 0 { 10 } else { 3 };
-            let batch: Vec<_> = (next..next + k)
-                .map(|i| {
-                    let order = order.clone();
-                    move || order.lock().unwrap().push(i)
-                })
-                .collect();
-            next += k;
-            assert_eq!(pool.submit_batch(batch).unwrap(), k);
-        }
+        let next = submit_tasks_and_batches(&pool, &order, 60);
         pool.resume();
         pool.wait().unwrap();
         assert_eq!(*order.lock().unwrap(), (0..next).collect::<Vec<_>>());
@@ -113,26 +121,7 @@ fn one_threads_tasks_run_in_order_through_the_injector_once_the_rings_are_held()
             }
             claimed.wait();
             // A thread that has not submitted to this pool yet: no ring is free for it.
-            let last = s.spawn(|| {
-                let mut next = 0;
-                for round in 0..30 {
-                    for _ in 0..7 {
-                        let (order, i) = (order.clone(), next);
-                        next += 1;
-                        pool.submit(move || order.lock().unwrap().push(i)).unwrap();
-                    }
-                    let k = if round % 2 == 0 { 10 } else { 3 };
-                    let batch: Vec<_> = (next..next + k)
-                        .map(|i| {
-                            let order = order.clone();
-                            move || order.lock().unwrap().push(i)
-                        })
-                        .collect();
-                    next += k;
-                    assert_eq!(pool.submit_batch(batch).unwrap(), k);
-                }
-                next
-            });
+            let last = s.spawn(|| submit_tasks_and_batches(&pool, &order, 30));
             let submitted = last.join().unwrap();
             pool.resume();
             pool.wait().unwrap();

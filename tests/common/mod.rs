@@ -234,3 +234,29 @@ pub fn asleep(tid: u64) -> bool {
         .map(|(_, rest)| rest.starts_with('S'))
         == Some(true)
 }
+
+/// On a one-worker `pool` of capacity `capacity`: submits task 0, waits until the worker has
+/// started it, then submits tasks 1 to `capacity`, which fill the queue. Each task sends its
+/// number on the returned receiver when it starts, then waits for its go: sending on
+/// `gos[i]` lets task `i` end.
+pub fn fill_behind_a_held_task(
+    pool: &flock::Pool,
+    capacity: usize,
+) -> (mpsc::Receiver<usize>, Vec<mpsc::Sender<()>>) {
+    let (started_tx, started) = mpsc::channel::<usize>();
+    let mut gos = Vec::new();
+    for i in 0..=capacity {
+        let (go_tx, go) = mpsc::channel::<()>();
+        gos.push(go_tx);
+        let started_tx = started_tx.clone();
+        pool.submit(move || {
+            started_tx.send(i).unwrap();
+            go.recv().unwrap();
+        })
+        .unwrap();
+        if i == 0 {
+            assert_eq!(started.recv().unwrap(), 0);
+        }
+    }
+    (started, gos)
+}
