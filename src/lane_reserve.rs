@@ -253,7 +253,7 @@ impl LaneReserve {
         if flags & DISCARDABLE != 0 && reg.is_stopping_now() {
             if job.discard_counted() {
                 // In this order: see `Quiet::note_dropped_by_shutdown`.
-                reg.quiet.note_dropped_by_shutdown();
+                reg.quiet.note_dropped_by_shutdown(1);
                 shard.progress.add_shared(Progress::Dropped, 1);
             }
             reg.after_finish_off_worker();

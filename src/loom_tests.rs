@@ -172,8 +172,9 @@ fn loom_wait_racing_completion_and_submit() {
     });
 }
 
-/// `shutdown_now` racing a running task and a queued one: each ran or was dropped, and the
-/// counts add up.
+/// `shutdown_now` racing a running task and a queued one: the closer's own drop of what is
+/// queued (`purge::drop_queued_for_shutdown`) races the worker for each job; each ran or was
+/// dropped once, and the counts add up.
 #[test]
 fn loom_shutdown_now_racing_a_running_task() {
     model("loom_shutdown_now_racing_a_running_task", || {

@@ -577,13 +577,18 @@ impl Pool {
         self.close(false, Some(Instant::now() + timeout)).map(drop)
     }
 
-    /// Stops accepting tasks, drops every task that has not started (their destructors run,
-    /// spawned tasks' handles report [`JoinError::Dropped`](crate::JoinError::Dropped)), waits
-    /// for running ones, joins every thread, and returns how many tasks this pool's shutdowns
+    /// Stops accepting tasks, drops every queued task (their destructors run, spawned tasks'
+    /// handles report [`JoinError::Dropped`](crate::JoinError::Dropped)), waits for running
+    /// ones, joins every thread, and returns how many tasks this pool's shutdowns
     /// have dropped in total ([`dropped_by_shutdown`](Pool::dropped_by_shutdown): a second
     /// call, or one racing this one, returns the same total; tasks dropped by
     /// [`purge`](Pool::purge) or a cancel are not in it). Blocks the calling thread until the
     /// running tasks finished; errors as [`shutdown`](Pool::shutdown)'s.
+    ///
+    /// The queued tasks are dropped at once, on the calling thread, before it waits: their
+    /// destructors do not wait for a long task to end. What running tasks submit after that
+    /// is dropped by the workers. As with `purge`, the `join` halves and scope tasks that a
+    /// running task waits for are not dropped: they run.
     ///
     /// ```
     /// let pool = flock::Pool::builder().workers(1).build().unwrap();
@@ -611,6 +616,10 @@ impl Pool {
         }
         let reg = &self.registry;
         reg.begin_shutdown(now);
+        if now {
+            // At once, here: a worker would get to them only after the task it runs.
+            crate::purge::drop_queued_for_shutdown(reg);
+        }
         if !reg.crew.await_workers(deadline) {
             return Err(WaitError::Timeout);
         }

@@ -71,15 +71,30 @@ struct Purge<'a> {
     dropped: usize,
     /// Jobs that must run, with their lane: put back once the queues are empty.
     kept: Vec<(Job, usize)>,
+    /// Dropping for `shutdown_now`: the drops are counted in `dropped_by_shutdown` too.
+    for_shutdown: bool,
 }
 
 /// Drops the queued tasks of `reg` that may be dropped; returns how many.
 pub(crate) fn purge(reg: &Registry) -> usize {
+    drop_queued(reg, false)
+}
+
+/// `shutdown_now`'s drop, by the closing thread once the flag is raised: the purge, with
+/// its drops counted in `Pool::dropped_by_shutdown` as the workers count theirs. So the
+/// queued tasks are dropped at once, not when a worker that runs a long task gets to them.
+/// What a running task submits after this is dropped by the workers (`Worker::discard`).
+pub(crate) fn drop_queued_for_shutdown(reg: &Registry) -> usize {
+    drop_queued(reg, true)
+}
+
+fn drop_queued(reg: &Registry, for_shutdown: bool) -> usize {
     dropping_tasks(reg, || {
         let mut purge = Purge {
             reg,
             dropped: 0,
             kept: Vec::new(),
+            for_shutdown,
         };
         let lanes = reg.queues.lane_count();
         for lane in 0..lanes {
@@ -151,6 +166,10 @@ impl Purge<'_> {
         // A worker that looked while we held the jobs and went to sleep is woken; a worker
         // waiting in a paused pool for one of them finds it (`Registry::hand_back`).
         reg.hand_back(self.kept);
+        if self.for_shutdown {
+            // Before the `Dropped` count, never after: see `Quiet::note_dropped_by_shutdown`.
+            reg.quiet.note_dropped_by_shutdown(self.dropped as u64);
+        }
         reg.shards
             .external()
             .progress

@@ -80,6 +80,37 @@ fn shutdown_now_drops_queued_tasks_and_runs_their_destructors() {
     });
 }
 
+/// The queued tasks are dropped as `shutdown_now` begins, not once a worker is free: with
+/// every worker held by a task, the queued closures' destructors have run and a queued
+/// spawned task's handle answers `Dropped` while the shutdown still waits for the held ones.
+#[test]
+fn shutdown_now_drops_queued_tasks_while_the_running_ones_still_run() {
+    watchdog(30, "shutdown_now with every worker held", || {
+        let pool = Arc::new(Pool::builder().workers(2).build().unwrap());
+        let gate = stall_all(&pool);
+        let live = counter();
+        for _ in 0..100 {
+            let guard = Live::new(&live);
+            pool.submit(move || drop(guard)).unwrap();
+        }
+        let handle = pool.spawn(|| 1);
+        let p = pool.clone();
+        let closer = std::thread::spawn(move || p.shutdown_now());
+        // No worker is free: only the closer can have dropped these.
+        assert!(matches!(handle.join(), Err(JoinError::Dropped)));
+        common::eventually(|| live.load(Ordering::SeqCst) == 0);
+        assert!(!closer.is_finished(), "it waits for the held tasks");
+        gate.open();
+        assert_eq!(closer.join().unwrap(), Ok(101));
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.dropped, stats.completed),
+            (101, 2),
+            "none of them ran"
+        );
+    });
+}
+
 #[test]
 fn shutdown_now_lets_running_tasks_finish() {
     watchdog(30, "now vs running", || {

@@ -185,8 +185,9 @@ pub unsafe extern "C" fn flock_wait_timeout(
 /// Stops the pool: from now on every submit returns FLOCK_ERR_SHUTDOWN (and flock_pause and
 /// flock_resize too). With FLOCK_SHUTDOWN_GRACEFUL every task already accepted runs (and
 /// those they submit), a paused pool is resumed for that; with FLOCK_SHUTDOWN_NOW tasks that
-/// have not started are discarded, each one's drop callback called exactly once (on this
-/// thread or a worker), and running tasks finish. Either way the call returns once every
+/// have not started are discarded, each one's drop callback called exactly once (those
+/// queued when the call begins on this thread, before it waits; those that running tasks
+/// submit later on a worker), and running tasks finish. Either way the call returns once every
 /// worker thread has exited and been joined. The handle stays valid: flock_stats still
 /// works, and flock_pool_free must still be called.
 ///

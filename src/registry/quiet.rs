@@ -280,8 +280,8 @@ impl Quiet {
         }
     }
 
-    /// Counts a task that `shutdown_now` dropped unrun (`Pool::dropped_by_shutdown`). Called
-    /// before the task is counted `Dropped`, never after: a closer learns that the task
+    /// Counts `n` tasks that `shutdown_now` dropped unrun (`Pool::dropped_by_shutdown`). Called
+    /// before they are counted `Dropped`, never after: a closer learns that a task
     /// finished through that count, and must then find it here too.
     ///
     /// Relaxed is enough in that order. The `Dropped` add that follows is a Release
@@ -294,8 +294,8 @@ impl Quiet {
     /// threads already taken and joins none (`join_threads`), so no join orders the lane
     /// reserve's drops before its load. The other order let that closer see the reserve's
     /// drop finished and not yet counted here.
-    pub(crate) fn note_dropped_by_shutdown(&self) {
-        self.dropped_by_shutdown.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn note_dropped_by_shutdown(&self, n: u64) {
+        self.dropped_by_shutdown.fetch_add(n, Ordering::Relaxed);
     }
 
     pub(crate) fn dropped_by_shutdown(&self) -> u64 {

@@ -193,7 +193,7 @@ impl WorkerThread {
     fn discard(&self, job: Job) {
         if job.discard_counted() {
             // In this order: see `Quiet::note_dropped_by_shutdown`.
-            self.registry.quiet.note_dropped_by_shutdown();
+            self.registry.quiet.note_dropped_by_shutdown(1);
             self.shard().progress.add_owned(Progress::Dropped, 1);
         }
     }
