@@ -130,17 +130,23 @@ fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
         // its own: a park whose membarrier was refused may end once, by itself, after its
         // grace; then the refusal is settled and the idle worker stays asleep.
         let (hold, holder) = common::hold_worker_0(&pool);
-        let idle = || {
-            let parked = || pool.stats().per_worker[1].state == flock::WorkerState::Parked;
-            common::eventually(parked);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            common::eventually(parked);
-        };
-        idle();
-        let woke = pool.stats().wakeups;
-        idle();
-        // `wakeups` is a counter of the `stats` feature (0 without it).
+        let parked = || pool.stats().per_worker[1].state == flock::WorkerState::Parked;
+        common::eventually(parked);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        common::eventually(parked);
+        // Now asleep with no timer. `wakeups` is a counter of the `stats` feature (0 without
+        // it); the thread's context switches, from /proc, count without it: a park that
+        // ended by itself (after its grace, or on a timer) and parked again adds some.
+        let tid = common::thread_named("flock-worker-1").expect("worker 1's thread");
+        common::eventually(|| common::asleep(tid));
+        let (woke, switched) = (pool.stats().wakeups, common::context_switches(tid));
+        std::thread::sleep(std::time::Duration::from_millis(100));
         assert_eq!(pool.stats().wakeups, woke, "an idle worker woke by itself");
+        assert_eq!(
+            common::context_switches(tid),
+            switched,
+            "an idle worker's thread ran"
+        );
         hold.open();
         holder.join().unwrap();
         Arc::try_unwrap(pool).ok().unwrap().shutdown().unwrap();

@@ -235,6 +235,35 @@ pub fn asleep(tid: u64) -> bool {
         == Some(true)
 }
 
+/// The id of this process's thread called `name` (its `comm`, as `/proc/self/task` lists
+/// it), if there is one.
+pub fn thread_named(name: &str) -> Option<u64> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .filter_map(|task| task.ok())
+        .find(|task| {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            comm.trim_end() == name
+        })?
+        .file_name()
+        .to_str()?
+        .parse()
+        .ok()
+}
+
+/// The context switches (voluntary and not) of thread `tid` of this process, from
+/// `/proc/self/task/TID/status`. A thread asleep on a futex that nobody wakes, with no timer,
+/// adds none: for a test that an idle worker stays asleep, also without the `stats` feature
+/// (whose `wakeups` counter reads 0 without it).
+pub fn context_switches(tid: u64) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// On a one-worker `pool` of capacity `capacity`: submits task 0, waits until the worker has
 /// started it, then submits tasks 1 to `capacity`, which fill the queue. Each task sends its
 /// number on the returned receiver when it starts, then waits for its go: sending on
