@@ -141,69 +141,119 @@ fn one_threads_tasks_run_in_order_through_the_injector_once_the_rings_are_held()
 /// one worker.
 #[test]
 fn tasks_taken_as_the_pool_pauses_keep_their_place() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    const TASKS: usize = 1000;
     watchdog(
         60,
         "pause and resume around one worker's yield_now loop",
-        || {
-            for round in 0..20 {
-                let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
-                let (done, looping) = (
-                    Arc::new(AtomicUsize::new(0)),
-                    Arc::new(AtomicBool::new(false)),
-                );
-                {
-                    let (done, looping) = (done.clone(), looping.clone());
-                    pool.submit(move || {
-                        looping.store(true, Ordering::SeqCst);
-                        while done.load(Ordering::SeqCst) < TASKS {
-                            if flock::yield_now() != Some(flock::Yield::Executed) {
-                                std::hint::spin_loop();
-                            }
-                        }
-                    })
-                    .unwrap();
-                }
-                eventually(|| looping.load(Ordering::SeqCst));
-                let stop = Arc::new(AtomicBool::new(false));
-                let toggler = {
-                    let (pool, stop) = (pool.clone(), stop.clone());
-                    std::thread::spawn(move || {
-                        while !stop.load(Ordering::Relaxed) {
-                            pool.pause();
-                            (0..50).for_each(|_| std::hint::spin_loop());
-                            pool.resume();
-                            (0..200).for_each(|_| std::hint::spin_loop());
-                        }
-                    })
-                };
-                let order = Arc::new(Mutex::new(Vec::with_capacity(TASKS)));
-                for i in 0..TASKS {
-                    let (order, done) = (order.clone(), done.clone());
-                    pool.submit(move || {
-                        order.lock().unwrap().push(i);
-                        done.fetch_add(1, Ordering::SeqCst);
-                    })
-                    .unwrap();
-                }
-                eventually(|| done.load(Ordering::SeqCst) == TASKS);
-                stop.store(true, Ordering::Relaxed);
-                toggler.join().unwrap();
-                pool.resume();
-                pool.wait().unwrap();
-                let order = order.lock().unwrap();
-                if let Some(at) = order.windows(2).position(|w| w[0] > w[1]) {
-                    panic!(
-                        "round {round}: task {} started after task {} (one worker)",
-                        order[at + 1],
-                        order[at]
-                    );
-                }
-                assert_eq!(order.len(), TASKS);
-            }
-        },
+        || pause_toggled_around_a_yield_loop(20, 1, false),
     );
+}
+
+/// The same with two lanes (the submitter alternates between them) and batches (every
+/// eighth submission a batch of five, `submit_batch_to`): each lane's tasks start in the
+/// order they were submitted to it, across the pauses.
+#[test]
+fn tasks_of_two_lanes_and_batches_keep_their_place_across_pauses() {
+    watchdog(60, "pause and resume with two lanes and batches", || {
+        pause_toggled_around_a_yield_loop(10, 2, true)
+    });
+}
+
+/// `rounds` rounds of: a one-worker pool with `lanes` lanes (1, or 2 of weights 2 and 1) runs a task that
+/// loops on `flock::yield_now` while another thread pauses and resumes the pool over and
+/// over, and this thread submits 1,000 tasks round-robin over the lanes (some in batches of
+/// five when `batches`). Each lane's tasks must start in the order they were submitted.
+fn pause_toggled_around_a_yield_loop(rounds: usize, lanes: usize, batches: bool) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const TASKS: usize = 1000;
+    for round in 0..rounds {
+        let mut builder = Pool::builder().workers(1);
+        if lanes > 1 {
+            builder = builder.lanes(&[("a", 2), ("b", 1)][..lanes]);
+        }
+        let pool = Arc::new(builder.build().unwrap());
+        let (done, looping) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        {
+            let (done, looping) = (done.clone(), looping.clone());
+            pool.submit(move || {
+                looping.store(true, Ordering::SeqCst);
+                while done.load(Ordering::SeqCst) < TASKS {
+                    if flock::yield_now() != Some(flock::Yield::Executed) {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+            .unwrap();
+        }
+        eventually(|| looping.load(Ordering::SeqCst));
+        let stop = Arc::new(AtomicBool::new(false));
+        let toggler = {
+            let (pool, stop) = (pool.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    pool.pause();
+                    (0..50).for_each(|_| std::hint::spin_loop());
+                    pool.resume();
+                    (0..200).for_each(|_| std::hint::spin_loop());
+                }
+            })
+        };
+        // (lane, number within the lane) of each task, as it starts.
+        let order = Arc::new(Mutex::new(Vec::with_capacity(TASKS)));
+        let task = |lane: usize, i: usize| {
+            let (order, done) = (order.clone(), done.clone());
+            move || {
+                order.lock().unwrap().push((lane, i));
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        let mut next = vec![0; lanes];
+        let (mut submitted, mut submission) = (0, 0);
+        while submitted < TASKS {
+            let lane = submission % lanes;
+            let n = if batches && submission % 8 == 7 {
+                (TASKS - submitted).min(5)
+            } else {
+                1
+            };
+            let tasks: Vec<_> = (next[lane]..next[lane] + n)
+                .map(|i| task(lane, i))
+                .collect();
+            if n == 1 {
+                pool.submit_to(lane, tasks.into_iter().next().unwrap())
+                    .unwrap();
+            } else {
+                assert_eq!(pool.submit_batch_to(lane, tasks).unwrap(), n);
+            }
+            next[lane] += n;
+            submitted += n;
+            submission += 1;
+        }
+        eventually(|| done.load(Ordering::SeqCst) == TASKS);
+        stop.store(true, Ordering::Relaxed);
+        toggler.join().unwrap();
+        pool.resume();
+        pool.wait().unwrap();
+        let order = order.lock().unwrap();
+        assert_eq!(order.len(), TASKS);
+        for (lane, &submitted_to_lane) in next.iter().enumerate() {
+            let of_lane: Vec<usize> = order
+                .iter()
+                .filter(|(l, _)| *l == lane)
+                .map(|(_, i)| *i)
+                .collect();
+            if let Some(at) = of_lane.windows(2).position(|w| w[0] > w[1]) {
+                panic!(
+                    "round {round}: lane {lane}'s task {} started after its task {} (one worker)",
+                    of_lane[at + 1],
+                    of_lane[at]
+                );
+            }
+            assert_eq!(of_lane.len(), submitted_to_lane);
+        }
+    }
 }
 
 /// A task a worker keeps from a pause (above) is still waiting to start, so the gauges count
