@@ -213,11 +213,13 @@ pub(crate) fn run(
         joins,
     } = queues;
     let lanes = locals.len();
+    // Not `Running` until it takes a task: `Pool::running` counts tasks being run, and a
+    // thread just started runs none.
     registry
         .shards
         .worker(index)
         .stats
-        .set_state(WorkerState::Running);
+        .set_state(WorkerState::Spinning);
     ready(true);
     let shard = ArcPart::new(Arc::clone(&registry), |reg| reg.shards.worker(index));
     let mode = RunMode::of(lanes, registry.latency.is_some());

@@ -412,6 +412,44 @@ fn queued_and_running_follow_the_pool_without_a_snapshot() {
     assert_eq!(pool.queued(), 0);
 }
 
+/// A worker counts in `running` only once it takes a task: one whose thread has started but
+/// is still in its start hook runs none (a worker used to start as `Running`).
+#[test]
+fn a_worker_still_in_its_start_hook_is_not_running() {
+    common::watchdog(30, "a start hook that blocks", || {
+        let (hook, in_hook) = (common::Gate::new(), mpsc::channel());
+        let (h, tell) = (hook.clone(), Mutex::new(in_hook.0));
+        let pool = Pool::builder()
+            .workers(2)
+            .on_worker_start(move |i| {
+                if i == 1 {
+                    tell.lock().unwrap().send(()).unwrap();
+                    h.wait();
+                }
+            })
+            .build()
+            .unwrap();
+        in_hook.1.recv().unwrap();
+        let (task, started) = (common::Gate::new(), mpsc::channel());
+        let (t, s) = (task.clone(), started.0);
+        pool.submit(move || {
+            s.send(()).unwrap();
+            t.wait();
+        })
+        .unwrap();
+        started.1.recv().unwrap(); // on worker 0: worker 1 is still in its hook
+        assert_eq!(pool.running(), 1);
+        assert_eq!(
+            pool.stats().per_worker[1].state,
+            flock::WorkerState::Spinning
+        );
+        hook.open();
+        task.open();
+        pool.wait().unwrap();
+        assert_eq!(pool.running(), 0);
+    });
+}
+
 // ----- broadcast --------------------------------------------------------------------------
 
 /// rayon's `broadcast_pool`: one call per worker, on that worker, values in index order.

@@ -107,9 +107,10 @@ pub type flock_stats_t = flock_stats;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum flock_worker_state {
-    /// Running tasks.
+    /// Running a task (from taking one until a look for the next one fails).
     FLOCK_WORKER_RUNNING = 0,
-    /// Out of work, spinning before it sleeps.
+    /// Looking for work: since its thread started, or out of work, spinning before it
+    /// sleeps.
     FLOCK_WORKER_SPINNING = 1,
     /// Asleep, costing no CPU.
     FLOCK_WORKER_PARKED = 2,

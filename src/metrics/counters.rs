@@ -69,9 +69,11 @@ const LANE_STATS: usize = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WorkerState {
-    /// Running tasks (or about to look in its own deque).
+    /// Running a task: from taking one until a look for the next one fails (a few steps
+    /// that never block).
     Running = 0,
-    /// Out of work, spinning over the other queues before it parks.
+    /// Looking for work: from its thread's start, or out of work and spinning over the
+    /// other queues before it parks.
     Spinning,
     /// Asleep on its futex, costing no CPU.
     Parked,
@@ -90,7 +92,7 @@ impl StatCounts {
     pub(crate) fn new() -> Self {
         StatCounts {
             stats: std::array::from_fn(|_| AtomicU64::new(0)),
-            state: AtomicU8::new(WorkerState::Running as u8),
+            state: AtomicU8::new(WorkerState::Spinning as u8),
             lanes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
