@@ -880,6 +880,60 @@ fn a_task_its_caller_runs_keeps_its_lane() {
     });
 }
 
+/// The same for a task run on a helper thread (`Backpressure::SpawnThread`, the queue
+/// full): what it submits without naming a lane goes to its lane (here on a second helper
+/// thread, the queue still full; two may run at once), and `wait()` from it is refused.
+#[test]
+fn a_task_run_on_a_helper_thread_keeps_its_lane() {
+    let _serial = serial();
+    watchdog(60, "spawn thread: lane", || {
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .lanes(LANES)
+                .capacity(1)
+                .when_full(flock::Backpressure::SpawnThread)
+                .max_spawned_threads(2)
+                .build()
+                .unwrap(),
+        );
+        let gate = stall_each_in(&pool, BATCH);
+        // Fills the queue (capacity 1) behind the held worker.
+        pool.submit_to(BATCH, || ()).unwrap();
+        let p = pool.clone();
+        let (tx, rx) = mpsc::channel();
+        pool.submit_to(BATCH, move || {
+            let child_tx = tx.clone();
+            p.submit(move || {
+                child_tx
+                    .send(("child", std::thread::current().id()))
+                    .unwrap()
+            })
+            .unwrap();
+            assert_eq!(p.wait(), Err(flock::WaitError::WouldDeadlock));
+            tx.send(("parent", std::thread::current().id())).unwrap();
+        })
+        .unwrap();
+        let mut ran: Vec<_> = rx.iter().take(2).collect();
+        ran.sort_by_key(|(who, _)| *who);
+        let me = std::thread::current().id();
+        assert!(
+            ran[0].0 == "child" && ran[1].0 == "parent" && ran[0].1 != ran[1].1,
+            "{ran:?}"
+        );
+        assert!(ran.iter().all(|(_, thread)| *thread != me), "{ran:?}");
+        gate.open();
+        pool.wait().unwrap();
+        let s = pool.stats();
+        assert_eq!(s.completed, 4, "{s}");
+        if cfg!(feature = "stats") {
+            assert_eq!(s.spawned_thread, 2, "{s}");
+            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+            assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");
+        }
+    });
+}
+
 /// `Scope::spawn_batch` from a thread running a task of lane 1 off the workers (here the
 /// caller, under `CallerRuns`) inherits that lane, as `Scope::spawn` does. The scope is
 /// opened in place, so that its body spawns from that thread (`scope` would run the body on
