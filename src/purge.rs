@@ -83,7 +83,7 @@ pub(crate) fn purge(reg: &Registry) -> usize {
 /// `shutdown_now`'s drop, by the closing thread once the flag is raised: the purge, with
 /// its drops counted in `Pool::dropped_by_shutdown` as the workers count theirs. So the
 /// queued tasks are dropped at once, not when a worker that runs a long task gets to them.
-/// What a running task submits after this is dropped by the workers (`Worker::discard`).
+/// What a running task submits after this is dropped by the workers (`WorkerThread::discard`).
 pub(crate) fn drop_queued_for_shutdown(reg: &Registry) -> usize {
     drop_queued(reg, true)
 }
