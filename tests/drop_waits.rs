@@ -1,9 +1,10 @@
-//! Destructors that wait. A task dropped by `Pool::purge` or `TaskGroup::cancel` stays
-//! outstanding until its closure's destructor has returned (so a `wait` that returns has seen
-//! every such destructor through). From that destructor, waiting for the pool (`wait`,
-//! `wait_for`, the shutdowns, which wait for every outstanding task) would wait for itself:
-//! each answers `WaitError::WouldDeadlock` at once and changes nothing, as from one of the
-//! pool's tasks (they all hung once). Waiting for another pool there is fine.
+//! Destructors that wait. A task dropped by `Pool::purge`, `Pool::shutdown_now` or
+//! `TaskGroup::cancel` stays outstanding until its closure's destructor has returned (so a
+//! `wait` that returns has seen every such destructor through). From that destructor, waiting
+//! for the pool (`wait`, `wait_for`, the shutdowns, which wait for every outstanding task)
+//! would wait for itself: each answers `WaitError::WouldDeadlock` at once and changes nothing,
+//! as from one of the pool's tasks (they all hung once). Waiting for another pool there is
+//! fine.
 
 // `Pool::wait_timeout` (the bool form) is deprecated, and still tested here.
 #![allow(deprecated)]
@@ -100,6 +101,33 @@ fn a_destructor_run_by_purge_cannot_wait_for_its_pool() {
             },
         );
     }
+}
+
+/// The same from a destructor that `shutdown_now` runs: on the closing thread, which drops
+/// what is queued before it waits (the workers are held meanwhile, so none of them does).
+#[test]
+fn a_destructor_run_by_shutdown_now_cannot_wait_for_its_pool() {
+    watchdog(30, "waits from shutdown_now", || {
+        let pool = Arc::new(Pool::builder().workers(1).build().unwrap());
+        let gate = stall_all(&pool);
+        let answers = Answers::default();
+        for _ in 0..K {
+            pool.submit(waits_on_drop(&pool, &answers)).unwrap();
+        }
+        let p = pool.clone();
+        let closer = std::thread::spawn(move || p.shutdown_now());
+        common::eventually(|| answers.lock().unwrap().len() == K);
+        assert!(!closer.is_finished(), "it waits for the held task");
+        gate.open();
+        assert_eq!(closer.join().unwrap(), Ok(K as u64));
+        for got in answers.lock().unwrap().iter() {
+            assert!(
+                got.iter().all(|r| *r == Err(WaitError::WouldDeadlock)),
+                "{got:?}"
+            );
+        }
+        assert_eq!(pool.stats().dropped, K as u64);
+    });
 }
 
 #[test]
