@@ -835,103 +835,95 @@ fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
 fn a_task_its_caller_runs_keeps_its_lane() {
     let _serial = serial();
     watchdog(60, "caller runs: lane", || {
-        let pool = Arc::new(
-            Pool::builder()
-                .workers(1)
-                .lanes(LANES)
-                .capacity(1)
-                .when_full(flock::Backpressure::CallerRuns)
-                .build()
-                .unwrap(),
-        );
-        let gate = stall_each_in(&pool, BATCH);
-        // Fills the queue (capacity 1) behind the held worker.
-        pool.submit_to(BATCH, || ()).unwrap();
-        let p = pool.clone();
-        let (tx, rx) = mpsc::channel();
-        pool.submit_to(BATCH, move || {
-            let child_tx = tx.clone();
-            // Full again: the child runs here too, nested, and reports where it ran.
-            p.submit(move || {
-                child_tx
-                    .send(("child", std::thread::current().id()))
-                    .unwrap()
-            })
-            .unwrap();
-            tx.send(("parent", std::thread::current().id())).unwrap();
-            assert_eq!(p.wait(), Err(flock::WaitError::WouldDeadlock));
-            assert!(!p.wait_timeout(Duration::from_secs(1)));
-        })
-        .unwrap();
+        let (ran, s) = off_the_workers_in_the_batch_lane(flock::Backpressure::CallerRuns);
+        // Both on this thread, before the submit returned, the child nested in the parent.
         let me = std::thread::current().id();
-        assert_eq!(
-            rx.try_iter().collect::<Vec<_>>(),
-            [("child", me), ("parent", me)]
-        );
-        gate.open();
-        pool.wait().unwrap();
-        let s = pool.stats();
-        assert_eq!(s.completed, 4, "{s}");
+        assert_eq!(ran.at_once, [("child", me), ("parent", me)]);
         if cfg!(feature = "stats") {
             assert_eq!(s.caller_runs, 2, "{s}");
-            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
-            assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");
         }
     });
 }
 
 /// The same for a task run on a helper thread (`Backpressure::SpawnThread`, the queue
-/// full): what it submits without naming a lane goes to its lane (here on a second helper
-/// thread, the queue still full; two may run at once), and `wait()` from it is refused.
+/// full): its child runs on a second helper thread (the queue still full; two may run at
+/// once).
 #[test]
 fn a_task_run_on_a_helper_thread_keeps_its_lane() {
     let _serial = serial();
     watchdog(60, "spawn thread: lane", || {
-        let pool = Arc::new(
-            Pool::builder()
-                .workers(1)
-                .lanes(LANES)
-                .capacity(1)
-                .when_full(flock::Backpressure::SpawnThread)
-                .max_spawned_threads(2)
-                .build()
-                .unwrap(),
-        );
-        let gate = stall_each_in(&pool, BATCH);
-        // Fills the queue (capacity 1) behind the held worker.
-        pool.submit_to(BATCH, || ()).unwrap();
-        let p = pool.clone();
-        let (tx, rx) = mpsc::channel();
-        pool.submit_to(BATCH, move || {
-            let child_tx = tx.clone();
-            p.submit(move || {
-                child_tx
-                    .send(("child", std::thread::current().id()))
-                    .unwrap()
-            })
-            .unwrap();
-            assert_eq!(p.wait(), Err(flock::WaitError::WouldDeadlock));
-            tx.send(("parent", std::thread::current().id())).unwrap();
-        })
-        .unwrap();
-        let mut ran: Vec<_> = rx.iter().take(2).collect();
-        ran.sort_by_key(|(who, _)| *who);
+        let (ran, s) = off_the_workers_in_the_batch_lane(flock::Backpressure::SpawnThread);
+        let (child, parent) = (ran.thread_of("child"), ran.thread_of("parent"));
         let me = std::thread::current().id();
-        assert!(
-            ran[0].0 == "child" && ran[1].0 == "parent" && ran[0].1 != ran[1].1,
-            "{ran:?}"
-        );
-        assert!(ran.iter().all(|(_, thread)| *thread != me), "{ran:?}");
-        gate.open();
-        pool.wait().unwrap();
-        let s = pool.stats();
-        assert_eq!(s.completed, 4, "{s}");
+        assert!(child != parent && child != me && parent != me, "{ran:?}");
         if cfg!(feature = "stats") {
             assert_eq!(s.spawned_thread, 2, "{s}");
-            let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
-            assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");
         }
     });
+}
+
+/// On a one-worker pool of capacity 1 whose worker is held and whose queue is full, submits a
+/// task to the batch lane, which `policy` runs off the workers. That task submits a child
+/// without naming a lane (the queue is still full, so it runs off the workers too), and is
+/// refused `wait()`. Checks that all four tasks (the held one, the one in the queue, the
+/// task and its child) counted in the batch lane (with the `stats` feature); returns where
+/// the child and the task ran, and the pool's final statistics.
+fn off_the_workers_in_the_batch_lane(policy: flock::Backpressure) -> (RanOn, flock::Stats) {
+    let pool = Arc::new(
+        Pool::builder()
+            .workers(1)
+            .lanes(LANES)
+            .capacity(1)
+            .when_full(policy)
+            .max_spawned_threads(2)
+            .build()
+            .unwrap(),
+    );
+    let gate = stall_each_in(&pool, BATCH);
+    // Fills the queue (capacity 1) behind the held worker.
+    pool.submit_to(BATCH, || ()).unwrap();
+    let p = pool.clone();
+    let (tx, rx) = mpsc::channel();
+    pool.submit_to(BATCH, move || {
+        let child_tx = tx.clone();
+        p.submit(move || {
+            child_tx
+                .send(("child", std::thread::current().id()))
+                .unwrap()
+        })
+        .unwrap();
+        assert_eq!(p.wait(), Err(flock::WaitError::WouldDeadlock));
+        assert!(!p.wait_timeout(Duration::from_secs(1)));
+        tx.send(("parent", std::thread::current().id())).unwrap();
+    })
+    .unwrap();
+    let at_once: Vec<_> = rx.try_iter().collect();
+    let later = rx.iter().take(2 - at_once.len()).collect();
+    let ran = RanOn { at_once, later };
+    gate.open();
+    pool.wait().unwrap();
+    let s = pool.stats();
+    assert_eq!(s.completed, 4, "{s}");
+    if cfg!(feature = "stats") {
+        let lanes: Vec<_> = s.lanes.iter().map(|l| (l.submitted, l.executed)).collect();
+        assert_eq!(lanes, [(0, 0), (4, 4)], "interactive, batch\n{s}");
+    }
+    (ran, s)
+}
+
+/// Which task ran on which thread: the reports there when the submit returned, in the order
+/// sent, and those that came after.
+#[derive(Debug)]
+struct RanOn {
+    at_once: Vec<(&'static str, std::thread::ThreadId)>,
+    later: Vec<(&'static str, std::thread::ThreadId)>,
+}
+
+impl RanOn {
+    fn thread_of(&self, who: &str) -> std::thread::ThreadId {
+        let mut all = self.at_once.iter().chain(&self.later);
+        all.find(|(w, _)| *w == who).expect("a report from each").1
+    }
 }
 
 /// `Scope::spawn_batch` from a thread running a task of lane 1 off the workers (here the
