@@ -112,7 +112,16 @@ fn spawn_thread_runs_the_task_on_its_caller_when_the_os_refuses_the_thread() {
 #[test]
 fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
     watchdog(120, "a refused membarrier", || {
-        let pool = Arc::new(Pool::builder().workers(1).max_workers(2).build().unwrap());
+        // Named apart: the other tests of this file run beside it, with `flock-worker-1`s
+        // of their own, and the check below finds worker 1's thread by its name.
+        let pool = Arc::new(
+            Pool::builder()
+                .workers(1)
+                .max_workers(2)
+                .thread_name(|i| format!("refused-mb-{i}"))
+                .build()
+                .unwrap(),
+        );
         if !pool.uses_membarrier() {
             eprintln!("no membarrier on this kernel: nothing to refuse");
             return;
@@ -137,7 +146,7 @@ fn a_worker_whose_membarrier_is_refused_falls_back_to_fences() {
         // Now asleep with no timer. `wakeups` is a counter of the `stats` feature (0 without
         // it); the thread's context switches, from /proc, count without it: a park that
         // ended by itself (after its grace, or on a timer) and parked again adds some.
-        let tid = common::thread_named("flock-worker-1").expect("worker 1's thread");
+        let tid = common::thread_named("refused-mb-1").expect("worker 1's thread");
         common::eventually(|| common::asleep(tid));
         let (woke, switched) = (pool.stats().wakeups, common::context_switches(tid));
         std::thread::sleep(std::time::Duration::from_millis(100));
