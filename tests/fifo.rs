@@ -158,10 +158,11 @@ fn tasks_of_two_lanes_and_batches_keep_their_place_across_pauses() {
     });
 }
 
-/// `rounds` rounds of: a one-worker pool with `lanes` lanes (1, or 2 of weights 2 and 1) runs a task that
-/// loops on `flock::yield_now` while another thread pauses and resumes the pool over and
-/// over, and this thread submits 1,000 tasks round-robin over the lanes (some in batches of
-/// five when `batches`). Each lane's tasks must start in the order they were submitted.
+/// `rounds` rounds of: a one-worker pool with `lanes` lanes (1, or 2 of weights 2 and 1)
+/// runs a task that loops on `flock::yield_now` while another thread pauses and resumes the
+/// pool over and over, and this thread submits 1,000 tasks round-robin over the lanes (some
+/// in batches of five when `batches`). Each lane's tasks must start in the order they were
+/// submitted.
 fn pause_toggled_around_a_yield_loop(rounds: usize, lanes: usize, batches: bool) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     const TASKS: usize = 1000;
