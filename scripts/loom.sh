@@ -14,8 +14,9 @@
 # the waits begun before it (epoch), a worker retiring only with an empty mailbox (mail),
 # the announcement of the jobs a retiring worker puts back above its claimed one
 # (reclaim), a retiring worker telling `wait()`ers it ran out of work (idle), a retiring
-# worker that ends a shutdown's last task waking the others (exit), and a task deque's slot
-# publishing its job with a Release store (slot).
+# worker that ends a shutdown's last task waking the others (exit), a task deque's slot
+# publishing its job with a Release store (slot), and a task taken as the pool paused given
+# back to the front of its lane's shared queue (front).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -128,6 +129,9 @@ canary idle loom_shrink_racing_a_submit
 canary exit loom_retiring_worker_ends_the_last_task_of_a_shutdown
 # A slot whose job is published Relaxed: loom's cell reports the thief's read as a race.
 canary slot loom_a_deque_slot_between_its_owner_and_a_thief
+# A task the lane reserve took as the pool paused, given back behind the later one: a thread
+# that runs both starts the later one first.
+canary front loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front
 queue_models "${all[@]}"
 echo "== loom: $(wc -w <<<"$queued") models and ${#canaries[@]} canaries that must fail, $(nproc 2>/dev/null || echo 2) at a time"
 jobs_run | sed 's/^/loom /' >"$log"

@@ -234,13 +234,13 @@ impl LaneReserve {
         let flags = job.flags();
         let shard = reg.shards.external();
         if flags & INJECTED != 0 && Crew::paused(reg.crew.control()) {
-            // As `WorkerThread::execute_unless_paused`: `resume` wakes every worker, and they
-            // find it. But `resume` may have come between our load and the push, its wake
-            // already spent on workers that looked while we held the job: F1 and the state
-            // test, as for any push to a shared queue. A `wait()` that looked at the queues
-            // while we held it is told again.
-            reg.queues.lane(lane).shared().push(job);
-            reg.sleep.notify_new_work();
+            // We do not wait for the resume: the job goes back to the front of its lane's
+            // shared queue, where the workers take it before its submitter's later jobs.
+            // `resume` wakes every worker, and they find it; but `resume` may have come
+            // between our load and the push, its wake already spent on workers that looked
+            // while we held the job: F1 and the state test (`put_back_paused`). A `wait()`
+            // that looked at the queues while we held it is told again.
+            reg.put_back_paused(lane, vec![job]);
             reg.after_finish_off_worker();
             return;
         }

@@ -439,6 +439,57 @@ fn loom_reserve_runs_a_heavy_task_behind_a_busy_worker() {
     );
 }
 
+/// The lane reserve takes a heavy task just as the pool is paused: it gives the task back
+/// unrun, to the front of its lane's shared queue (`Registry::put_back_paused`), so whichever
+/// thread runs both heavy tasks starts it before the one submitted after it ("FIFO within a
+/// lane"; on two threads their starts race, as on two workers). The light task holds the
+/// only worker until the pool is resumed. Under the `front` canary the task goes to the back
+/// of the lane's injector, behind the later one, and this model fails (at bound 2; bound 1
+/// does not reach the pause landing between the reserve's look at the pause and its take).
+#[test]
+fn loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front() {
+    model(
+        "loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front",
+        || {
+            let pool = builder(1)
+                .lanes(&[("heavy", 2), ("light", 1)])
+                .build()
+                .expect("pool");
+            let resumed = counter();
+            let r = resumed.clone();
+            pool.submit_to("light", move || {
+                while r.load(Ordering::SeqCst) == 0 {
+                    loom::thread::yield_now();
+                }
+            })
+            .unwrap();
+            // (which heavy task, whether a worker ran it) as each starts.
+            let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
+            for i in 0..2 {
+                let order = order.clone();
+                pool.submit_to("heavy", move || {
+                    let on_worker = crate::current_worker_index().is_some();
+                    order.lock().unwrap().push((i, on_worker));
+                })
+                .unwrap();
+            }
+            pool.pause();
+            pool.resume();
+            resumed.store(1, Ordering::SeqCst);
+            pool.wait().unwrap();
+            let order = order.lock().unwrap().clone();
+            assert_eq!(order.len(), 2);
+            if order[0].1 == order[1].1 {
+                assert_eq!(
+                    order[0].0, 0,
+                    "the later heavy task started first: {order:?}"
+                );
+            }
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// A rendezvous flag for models: `signal` once, `wait` blocks (so a lost wake-up is a
 /// deadlock loom reports, not a spin).
 #[derive(Clone)]

@@ -156,6 +156,18 @@ impl SharedQueue {
         self.front_len.store(front.len(), StdOrdering::Release);
     }
 
+    /// Puts a bundle of jobs taken from this queue as the pool got paused, which their taker
+    /// gives back unrun (`Registry::put_back_paused`), on the front, ahead of the bundles
+    /// there: those were taken up before it went back, and a later job of its submitter
+    /// (taken up as it was held) may be among them. The caller then does F1 and the state
+    /// test, as after `put_front`.
+    pub(crate) fn put_back_front(&self, bundle: Arc<Bundle>) {
+        let mut front = self.front.lock();
+        front.push_front(bundle);
+        // Release: as in `put_front`.
+        self.front_len.store(front.len(), StdOrdering::Release);
+    }
+
     /// Claims the next job of the oldest bundle on the front, and a handle on that bundle for
     /// the caller to claim the rest from (`WorkerThread::claim_taken`); `None` if the front
     /// is empty. A bundle found emptied (by holders of handles) is taken off the front and

@@ -293,6 +293,9 @@ pub(crate) enum Canary {
     Exit,
     /// `slot`: a task deque's slot publishes its job with a Release store.
     Slot,
+    /// `front`: a job taken as the pool paused and given back unrun goes to the front of its
+    /// lane's shared queue (removed: to the back of the lane's injector).
+    Front,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -321,10 +324,11 @@ pub(crate) fn canary(which: Canary) -> bool {
             "idle" => Canary::Idle,
             "exit" => Canary::Exit,
             "slot" => Canary::Slot,
+            "front" => Canary::Front,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
                  (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim, \
-                 idle, exit, slot)"
+                 idle, exit, slot, front)"
             ),
         })
     });

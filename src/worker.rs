@@ -518,9 +518,10 @@ impl WorkerThread {
     /// it submits in turn, before we leave; a thief of a worker still running may take some.
     /// A job from outside that the hook or those tasks took (waiting, or in `yield_now`) just
     /// as the pool got paused is kept for the resume (`keep_for_resume`), which we do not
-    /// wait for: it goes to its lane's shared queue, as `hand_over_work` sends what we kept
-    /// before (left in our keep, it was dropped unrun with our thread and stayed counted in
-    /// flight, so `wait()` never returned: tests/stop_hook_keep.rs). Then, as a retiring
+    /// wait for: it goes to the front of its lane's shared queue (`put_back_kept`), as
+    /// `hand_over_work` sends what we kept before (left in our keep, it was dropped unrun
+    /// with our thread and stayed counted in flight, so `wait()` never returned:
+    /// tests/stop_hook_keep.rs). Then, as a retiring
     /// worker, we tell `wait()`ers and, if we ended the last task of a shutdown, wake the
     /// workers that parked while it was outstanding.
     fn run_what_the_stop_hook_left(&self) {
@@ -538,7 +539,7 @@ impl WorkerThread {
             ran = true;
         }
         // Also when nothing ran: the hook itself may have yielded.
-        let handed = self.hand_back_kept();
+        let handed = self.put_back_kept();
         if ran || handed {
             self.go_idle();
             let reg = &*self.registry;
@@ -585,8 +586,10 @@ impl WorkerThread {
                 reg.release_bundle(bundle);
             }
         }
-        // Jobs we keep from a pause go to their lanes' shared queues (`take_all_kept`).
-        let mut moved = self.take_all_kept();
+        // Jobs we keep from a pause go to the front of their lanes' shared queues
+        // (`put_back_kept`).
+        self.put_back_kept();
+        let mut moved = Vec::new();
         for (lane, local) in self.locals.iter().enumerate() {
             while let Some(job) = local.pop() {
                 // `main_loop` ran a claimed job before it let us retire (`take_claimed`).
@@ -602,8 +605,9 @@ impl WorkerThread {
         while let Some(job) = self.joins.pop() {
             moved.push((job.into_job(), 0));
         }
-        // Those from outside to the injectors, spawned ones apart, where a task waiting for
-        // one in a paused pool finds it (`Registry::hand_back`).
+        // Spawned jobs all (the one from outside a deque of ours can hold ran before we
+        // retired): to their lanes' `spawned` queues, where a task waiting for one in a
+        // paused pool finds it (`Registry::hand_back`).
         reg.hand_back(moved);
         // As any worker that runs out of work: give capacity back and tell `wait()`ers (the
         // task we finished last may have been the one they wait for; loom found that a
@@ -656,28 +660,25 @@ impl WorkerThread {
         claimed
     }
 
-    /// Every job we keep from a pause, for a worker that leaves: to their lanes' shared
-    /// queues, for the workers that stay; a leaving worker does not wait for the resume (a
-    /// `resize` that grows the pool waits for it). There a worker may take later jobs of its
-    /// submitter before them: "FIFO within a lane" does not hold across a shrink that meets
-    /// a pause (README).
-    fn take_all_kept(&self) -> Vec<(Job, usize)> {
-        let mut kept = Vec::new();
-        while let Some((mut job, lane)) = self.take_kept() {
-            job.remove_flags(UNKEPT); // not for our keep: another worker's may take it
-            kept.push((job, lane));
-        }
-        kept
-    }
-
-    /// After the stop-hook drain: hands back what it kept from a pause (`take_all_kept`),
-    /// waking the workers as for any hand-back (`Registry::hand_back`).
+    /// Every job we keep from a pause, for a worker that leaves: to the front of their
+    /// lanes' shared queues, in the order we took them, for the workers that stay
+    /// (`Registry::put_back_paused`); a leaving worker does not wait for the resume (a
+    /// `resize` that grows the pool waits for it). Each starts there before the later jobs
+    /// of its submitter still queued; a later one that a worker that stays took in the same
+    /// instant, and keeps for the resume itself, starts first (README, "FIFO within a lane").
     /// Returns whether there was any.
-    fn hand_back_kept(&self) -> bool {
+    fn put_back_kept(&self) -> bool {
         if !self.kept.any() {
             return false;
         }
-        self.registry.hand_back(self.take_all_kept());
+        let mut by_lane: Vec<Vec<Job>> = (0..self.locals.len()).map(|_| Vec::new()).collect();
+        while let Some((mut job, lane)) = self.take_kept() {
+            job.remove_flags(UNKEPT); // not for our keep: another worker's may take it
+            by_lane[lane].push(job);
+        }
+        for (lane, jobs) in by_lane.into_iter().enumerate() {
+            self.registry.put_back_paused(lane, jobs);
+        }
         true
     }
 

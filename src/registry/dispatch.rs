@@ -10,7 +10,7 @@ use super::{Admission, Registry, Route};
 use crate::job::{Bundle, Job, Outcome, COUNTED, INJECTED, RESERVED};
 use crate::metrics::counters::{LaneStat, Stat, StatCounts};
 use crate::sync::thread;
-use crate::sync::{Arc, Mutex, Ordering};
+use crate::sync::{canary, Arc, Canary, Mutex, Ordering};
 use crate::sys::frames;
 use crate::RejectReason;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -203,6 +203,44 @@ impl Registry {
             // F1 and the state test, as for any push to a shared queue.
             self.sleep.notify_new_work_n(n);
         }
+    }
+
+    /// Puts jobs from outside that were taken from `lane`'s shared queue as the pool got
+    /// paused, and that their taker will not run (the lane reserve, which does not wait for
+    /// the resume; a worker that leaves with them kept), back where they were taken from as
+    /// nearly as a queue allows: on the front of that queue, as one bundle, in the order they
+    /// were taken, ahead of the bundles there (`SharedQueue::put_back_front`). Every take
+    /// from the lane looks at the front first, so each starts before the later tasks of its
+    /// submitter still queued ("FIFO within a lane"); on the injector, a worker took those
+    /// from their ring first. Then F1 and wakes for them, as after any push to a shared
+    /// queue: a worker that looked while we held them may be asleep.
+    pub(crate) fn put_back_paused(&self, lane: usize, jobs: Vec<Job>) {
+        let n = jobs.len();
+        if n == 0 {
+            return;
+        }
+        debug_assert!(
+            jobs.iter().all(|j| j.flags() & INJECTED != 0),
+            "flock: only jobs from outside are kept from a pause"
+        );
+        let queue = self.queues.lane(lane);
+        // The `front` canary puts them on the back of the lane's injector, behind what was
+        // queued since, to prove that `loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front`
+        // catches it.
+        if canary(Canary::Front) {
+            jobs.into_iter().for_each(|job| {
+                queue.shared().push(job);
+            });
+            self.sleep.notify_new_work_n(n);
+            return;
+        }
+        // The bundle's jobs beyond its entry, as `queue_jobs` counts a batch's, so that
+        // `Stats::queued` counts each once (each claim counts `LaneStat::Claimed`).
+        queue.add_bundled(n - 1);
+        queue
+            .shared()
+            .put_back_front(Job::bundle(jobs).into_bundle());
+        self.sleep.notify_new_work_n(n);
     }
 
     /// Lets go of a handle on a bundle; the last one keeps the bundle's buffer for the next
