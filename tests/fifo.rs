@@ -169,10 +169,11 @@ fn pause_toggled_around_a_yield_loop(rounds: usize, lanes: usize, batches: bool)
     for round in 0..rounds {
         let mut builder = Pool::builder().workers(1);
         if lanes > 1 {
-            // Without the lane reserve: a task it takes as a pause lands goes back on the
-            // lane's injector, where later tasks of its thread may start first, an exception
-            // the README names ("FIFO within a lane"). With the reserve this loop found it in
-            // about 3 runs of 40 (none with the reserve off, none with it on and no pauses).
+            // Without the lane reserve: with it, lane "a"'s tasks run on two threads (the
+            // reserve runs them while the worker runs one of "b" in its `yield_now`), whose
+            // starts race as two workers' do (5 runs of 40 failed with it on and no pauses).
+            // What the reserve does with a task it takes as a pause lands is checked by loom
+            // (`loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front`).
             builder = builder
                 .lanes(&[("a", 2), ("b", 1)][..lanes])
                 .lane_reserve(false);
