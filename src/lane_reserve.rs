@@ -136,11 +136,25 @@ impl LaneReserve {
     /// longer follow the weights (with one worker and both lanes saturated, 8 : 1 became
     /// 9.2 : 1 in tests/lanes.rs).
     pub(crate) fn notify(&self, reg: &Registry, lane: usize) {
+        self.wake_for(reg, lane, false);
+    }
+
+    /// Called by `resume` for each lane with queued work, after its fence (F1 for the
+    /// reserve): as `notify`, also for a lane with a backlog. Nothing of it started during
+    /// the pause, so the whole backlog is becoming busy at once: left to the shares, two
+    /// heavy tasks queued while a light task holds every worker would wait for that task's
+    /// end, where one alone is run at once (`tests/lanes.rs`).
+    pub(crate) fn notify_resumed(&self, reg: &Registry, lane: usize) {
+        self.wake_for(reg, lane, true);
+    }
+
+    /// `notify`, or with `backlog` `notify_resumed`.
+    fn wake_for(&self, reg: &Registry, lane: usize, backlog: bool) {
         let weight = reg.cfg.lanes[lane].1;
         if weight == self.min_weight || self.state.load(Ordering::Relaxed) != ASLEEP {
             return;
         }
-        if reg.queues.lane(lane).shared().len() <= 1
+        if (backlog || reg.queues.lane(lane).shared().len() <= 1)
             && self.would_wait(reg, weight as usize)
             && self.state.swap(AWAKE, Ordering::SeqCst) == ASLEEP
         {

@@ -131,7 +131,7 @@ impl Registry {
                 fence(Ordering::SeqCst);
                 for lane in 0..self.queues.lane_count() {
                     if !self.queues.lane(lane).shared().is_empty() {
-                        reserve.notify(self, lane);
+                        reserve.notify_resumed(self, lane);
                     }
                 }
             }

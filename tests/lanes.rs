@@ -749,7 +749,7 @@ fn the_lane_reserve_runs_a_heavy_task_while_every_worker_runs_a_light_one() {
 
 /// The reserve stays asleep while some worker runs a task of a lane as heavy as the new
 /// task's (that lane is served at its next boundary), when turned off, with lanes of one
-/// weight, and while the pool is paused (`resume` wakes it).
+/// weight, and while the pool is paused (`resume` wakes it, also for a backlog).
 #[test]
 fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
     let _serial = serial();
@@ -796,18 +796,21 @@ fn the_lane_reserve_stays_asleep_unless_every_worker_runs_a_lighter_lane() {
         gate.open();
         assert_eq!(ran.recv().unwrap(), Some(0));
 
-        // Paused: not started by the reserve either; `resume` wakes the reserve for it (the
-        // only worker is still held).
+        // Paused: not started by the reserve either; `resume` wakes the reserve for them, two
+        // queued (a backlog, which a submit does not wake it for) while the only worker is
+        // still held.
         let pool = Pool::builder().workers(1).lanes(LANES).build().unwrap();
         let gate = stall_each_in(&pool, BATCH);
         pool.pause();
-        let ran = run_interactive(&pool);
+        let ran = [run_interactive(&pool), run_interactive(&pool)];
         assert_eq!(
-            ran.recv_timeout(Duration::from_millis(50)),
+            ran[0].recv_timeout(Duration::from_millis(50)),
             Err(mpsc::RecvTimeoutError::Timeout)
         );
         pool.resume();
-        assert_eq!(ran.recv().unwrap(), None, "run by the reserve");
+        for ran in &ran {
+            assert_eq!(ran.recv().unwrap(), None, "run by the reserve");
+        }
         gate.open();
         pool.wait().unwrap();
 
