@@ -3,7 +3,8 @@
 # one loom build runs every model and the canaries, each the same binary with one step of
 # the protocol removed through FLOCK_LOOM_CANARY (src/sync.rs, `Canary`), whose models must
 # then fail: without the park path's re-check (recheck), the fence after a local push (push:
-# the models of a task that blocks after pushing onto its task deque and onto its join deque),
+# the models of a task that blocks after pushing onto its task deque, in one lane and in a
+# second, and onto its join deque),
 # the re-check's walk to a submitter ring's successor (ring), a worker giving back the units
 # of a scope's count it keeps (credit), releases waking blocked submitters at the low-water
 # mark rather than one below it (room), the wake of a failed reservation's undo that
@@ -95,6 +96,7 @@ queue_models "${longest[@]}"
 # Without the local push's fence, a task blocking on what it pushed hangs.
 canary push loom_join_half_stolen_while_the_first_blocks
 canary push loom_push_locally_then_block
+canary push loom_push_locally_then_block_in_a_second_lane 1
 # A membarrier from an era that ended does not order a push made while nobody slept.
 canary era loom_a_membarrier_covers_only_its_era
 # An undo that crosses the low-water mark without waking hangs the blocked submitter.

@@ -538,6 +538,39 @@ fn loom_push_locally_then_block() {
     });
 }
 
+/// `loom_push_locally_then_block` in a pool of two lanes (of one weight, so no lane reserve):
+/// the task runs in the second lane, so its submit goes onto the worker's deque of that lane,
+/// and the other worker must find it there through the lanes' paths (`find_work_in_lanes`,
+/// the re-check over every lane's deques). Under the `push` canary it must fail too.
+/// Preemption bound 1: bound 2 had not finished after 20 minutes here (the lanes' paths
+/// make every look longer), and the canary's deadlock needs one preemption (caught in 1 s;
+/// the model explores 27,828 executions in 8 s).
+#[test]
+fn loom_push_locally_then_block_in_a_second_lane() {
+    model_bounded(
+        "loom_push_locally_then_block_in_a_second_lane",
+        Some(1),
+        || {
+            let pool = Arc::new(
+                builder(2)
+                    .lanes(&[("a", 1), ("b", 1)])
+                    .build()
+                    .expect("pool"),
+            );
+            let p = pool.clone();
+            pool.submit_to("b", move || {
+                let done = Signal::new();
+                let d = done.clone();
+                p.submit(move || d.signal()).unwrap();
+                done.wait();
+            })
+            .unwrap();
+            pool.wait().unwrap();
+            pool.shutdown().unwrap();
+        },
+    );
+}
+
 /// One membarrier per era (docs/protocol.md): the sleep protocol alone, with the membarrier
 /// pairing that loom cannot run in a pool (`Barrier::modeled`). A thread pushes one job with
 /// the light side (no fence). Meanwhile worker 0 parks (on the main thread, before the
