@@ -400,6 +400,24 @@ fn loom_batch_wakes_enough_workers() {
     });
 }
 
+/// A one-worker pool with lanes "heavy" (weight 2) and "light" (1), so with a lane reserve,
+/// and a light task submitted to it that spins until `until` is not 0 (the worker may take
+/// a heavy task submitted after it first).
+fn reserve_pool_with_a_light_task_until(until: &Arc<AtomicUsize>) -> Pool {
+    let pool = builder(1)
+        .lanes(&[("heavy", 2), ("light", 1)])
+        .build()
+        .expect("pool");
+    let until = until.clone();
+    pool.submit_to("light", move || {
+        while until.load(Ordering::SeqCst) == 0 {
+            loom::thread::yield_now();
+        }
+    })
+    .unwrap();
+    pool
+}
+
 /// The lane reserve: the only worker runs a light-lane task that waits (yielding) until a
 /// heavy-lane task submitted from outside right after it has run. Once the worker has taken
 /// the light task only the reserve can run the heavy one, so any lost wake-up of the reserve
@@ -411,22 +429,8 @@ fn loom_reserve_runs_a_heavy_task_behind_a_busy_worker() {
     model(
         "loom_reserve_runs_a_heavy_task_behind_a_busy_worker",
         || {
-            let pool = Pool::builder()
-                .workers(1)
-                .max_workers(1)
-                .spin_limit(0)
-                .capacity(4)
-                .lanes(&[("heavy", 2), ("light", 1)])
-                .build()
-                .expect("pool");
             let ran = counter();
-            let r = ran.clone();
-            pool.submit_to("light", move || {
-                while r.load(Ordering::SeqCst) == 0 {
-                    loom::thread::yield_now();
-                }
-            })
-            .unwrap();
+            let pool = reserve_pool_with_a_light_task_until(&ran);
             let r = ran.clone();
             pool.submit_to("heavy", move || {
                 r.fetch_add(1, Ordering::SeqCst);
@@ -451,18 +455,8 @@ fn loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front() {
     model(
         "loom_the_reserve_gives_back_a_task_taken_as_the_pool_pauses_in_front",
         || {
-            let pool = builder(1)
-                .lanes(&[("heavy", 2), ("light", 1)])
-                .build()
-                .expect("pool");
             let resumed = counter();
-            let r = resumed.clone();
-            pool.submit_to("light", move || {
-                while r.load(Ordering::SeqCst) == 0 {
-                    loom::thread::yield_now();
-                }
-            })
-            .unwrap();
+            let pool = reserve_pool_with_a_light_task_until(&resumed);
             // (which heavy task, whether a worker ran it) as each starts.
             let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
             for i in 0..2 {
