@@ -520,16 +520,21 @@ fn loom_push_locally_then_block() {
     model("loom_push_locally_then_block", || {
         let pool = Arc::new(pool(2));
         let p = pool.clone();
-        pool.submit(move || {
-            let done = Signal::new();
-            let d = done.clone();
-            p.submit(move || d.signal()).unwrap();
-            done.wait();
-        })
-        .unwrap();
+        pool.submit(pushes_then_blocks(p)).unwrap();
         pool.wait().unwrap();
         pool.shutdown().unwrap();
     });
+}
+
+/// A task for `pool` (`p`) that submits a task from inside it, onto its worker's deque, then
+/// blocks until that task has run.
+fn pushes_then_blocks(p: Arc<Pool>) -> impl FnOnce() + Send + 'static {
+    move || {
+        let done = Signal::new();
+        let d = done.clone();
+        p.submit(move || d.signal()).unwrap();
+        done.wait();
+    }
 }
 
 /// `loom_push_locally_then_block` in a pool of two lanes (of one weight, so no lane reserve):
@@ -552,13 +557,7 @@ fn loom_push_locally_then_block_in_a_second_lane() {
                     .expect("pool"),
             );
             let p = pool.clone();
-            pool.submit_to("b", move || {
-                let done = Signal::new();
-                let d = done.clone();
-                p.submit(move || d.signal()).unwrap();
-                done.wait();
-            })
-            .unwrap();
+            pool.submit_to("b", pushes_then_blocks(p)).unwrap();
             pool.wait().unwrap();
             pool.shutdown().unwrap();
         },
