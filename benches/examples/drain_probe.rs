@@ -29,6 +29,13 @@
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
 //! one, and each thread's CPU time.
 //!
+//! `drain_probe one-modes POOLS`: 1u-1Mt's loop on `POOLS` pools built one after the other as
+//! `bench_report`'s `flock` row builds its pool (the defaults, as many workers as the bench),
+//! six runs each. Per run: the rate, and for the submitting thread and each worker the share
+//! of the run's wall time it ran, the CPU it ran on last, and its voluntary and involuntary
+//! context switches. Three threads on two CPUs: the rate follows which thread shares a CPU
+//! with the submitter and how much of it that thread takes.
+//!
 //! `drain_probe one-ideal ROUNDS`: 1u-1Mt's body with no pool, against the pools. The outside
 //! thread clones the shared `Arc` per task and publishes it in its own slot; 1, then 2 plain
 //! threads take the slots by a static split (`workloads::one_submitter_no_pool`). What is
@@ -487,6 +494,113 @@ fn ideal() {
         effs.iter().copied().fold(f64::MAX, f64::min) * 100.0,
         effs.iter().copied().fold(0.0, f64::max) * 100.0,
     );
+}
+
+/// One thread of this process, read from `/proc/self/task/TID`: its name, CPU nanoseconds,
+/// the CPU it ran on last, and its voluntary and involuntary context switches.
+fn task_snapshot() -> Vec<(u64, String, u64, u64, u64, u64)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
+        let name = read("comm").trim().to_string();
+        let ns = read("schedstat")
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        // `stat`'s fields after the name's closing parenthesis; the CPU is field 39.
+        let stat = read("stat");
+        let cpu = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 2..].split(' ').nth(36)?.parse().ok())
+            .unwrap_or(u64::MAX);
+        let status = read("status");
+        let switches = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .unwrap_or(0)
+        };
+        out.push((
+            tid,
+            name,
+            ns,
+            cpu,
+            switches("voluntary_ctxt_switches"),
+            switches("nonvoluntary_ctxt_switches"),
+        ));
+    }
+    out
+}
+
+/// `drain_probe one-modes POOLS`: see the module doc.
+fn one_modes(pools: usize) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // SAFETY: gettid has no preconditions and touches no memory of ours.
+    let me = unsafe { libc::gettid() } as u64;
+    for p in 0..pools {
+        let pool = flock::Pool::builder()
+            .workers(common::workers())
+            .build()
+            .expect("pool");
+        for _ in 0..6 {
+            let before = task_snapshot();
+            let ran0: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
+            let hits = Arc::new(AtomicU64::new(0));
+            let t = Instant::now();
+            for _ in 0..1_000_000 {
+                let h = hits.clone();
+                pool.submit(move || {
+                    h.fetch_add(1, Ordering::Relaxed);
+                })
+                .expect("submit");
+            }
+            pool.wait().expect("wait");
+            let wall = t.elapsed().as_secs_f64();
+            let ran: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
+            let mut line = format!("pool {p}: {:5.1} M/s", 1e-6 / (wall / 1e6));
+            for (tid, name, ns, cpu, vol, invol) in task_snapshot() {
+                if tid != me && !name.starts_with("flock-worker") {
+                    continue;
+                }
+                let (ns0, vol0, invol0) = before
+                    .iter()
+                    .find(|b| b.0 == tid)
+                    .map_or((0, 0, 0), |b| (b.2, b.4, b.5));
+                let who = if tid == me {
+                    "submitter".to_string()
+                } else {
+                    // `flock-worker-N`: the share of the run's tasks worker N ran.
+                    let i: usize = name
+                        .rsplit('-')
+                        .next()
+                        .and_then(|i| i.parse().ok())
+                        .unwrap_or(0);
+                    let share = (ran[i] - ran0[i]) as f64 / 1e4;
+                    format!("{name} ran {share:.0}% of the tasks,")
+                };
+                line += &format!(
+                    " | {who} {:3.0}% cpu{cpu} vol {} invol {}",
+                    (ns - ns0) as f64 / (wall * 1e9) * 100.0,
+                    vol - vol0,
+                    invol - invol0
+                );
+            }
+            println!("{line}");
+        }
+    }
 }
 
 /// `drain_probe one-ideal ROUNDS`: see the module doc.
@@ -1493,6 +1607,7 @@ fn main() {
         }
         Some("own") => own(),
         Some("one-ideal") => one_ideal(args.next().map_or(7, |r| r.parse().expect("rounds"))),
+        Some("one-modes") => one_modes(args.next().map_or(8, |p| p.parse().expect("pools"))),
         Some("one") => one(args.next().map_or(2, |w| w.parse().expect("workers")), true),
         Some("bystander") => bystander(args.next().map_or(200, |u| u.parse().expect("µs"))),
         Some("steals") => steals(
