@@ -11,6 +11,7 @@
 //! callgrind_probe join  flock|rayon   N   # fib(N) through join: F(N+1) - 1 joins
 //! callgrind_probe spawn flock|rayon   D   # a binary tree of scope spawns: 2^(D+1) - 2 tasks
 //! callgrind_probe submit flock|flock-latency|rayon|channel N   # N empty tasks from an outside thread, then wait
+//! callgrind_probe batch flock N   # the same N tasks through one `submit_batch`, then wait
 //! callgrind_probe chunks|reduce|sort flock|rayon N   # bench_report's data-parallel bodies over N u64
 //! ```
 //!
@@ -103,6 +104,21 @@ fn submit_flock(pool: Arc<flock::Pool>, n: usize) -> u64 {
         })
         .expect("accepted");
     }
+    pool.wait().expect("quiet");
+    hits.load(Ordering::Relaxed)
+}
+
+/// `submit_flock`'s tasks, made lazily by an iterator handed to one `Pool::submit_batch`
+/// (`bulk-1Mt`'s `flock-batch` variant).
+fn batch_flock(pool: Arc<flock::Pool>, n: usize) -> u64 {
+    let hits = Arc::new(AtomicU64::new(0));
+    let tasks = (0..n).map(|_| {
+        let h = hits.clone();
+        move || {
+            h.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    assert_eq!(pool.submit_batch(tasks).ok(), Some(n), "accepted");
     pool.wait().expect("quiet");
     hits.load(Ordering::Relaxed)
 }
@@ -219,6 +235,7 @@ fn main() {
         ("submit", "flock") => submit_flock(flock_pool(), size as usize),
         ("submit", "flock-latency") => submit_flock(flock_latency_pool(), size as usize),
         ("submit", "rayon") => submit_rayon(size as usize),
+        ("batch", "flock") => batch_flock(flock_pool(), size as usize),
         ("submit", "channel") => submit_channel(size as usize),
         _ => panic!("unknown op/pool {op} {pool}"),
     };
