@@ -31,10 +31,11 @@
 //!
 //! `drain_probe one-modes POOLS`: 1u-1Mt's loop on `POOLS` pools built one after the other as
 //! `bench_report`'s `flock` row builds its pool (the defaults, as many workers as the bench),
-//! six runs each. Per run: the rate, and for the submitting thread and each worker the share
-//! of the run's wall time it ran, the CPU it ran on last, and its voluntary and involuntary
-//! context switches. Three threads on two CPUs: the rate follows which thread shares a CPU
-//! with the submitter and how much of it that thread takes.
+//! six runs each. Per run: the rate; for each worker the share of the tasks it ran; and for
+//! the submitting thread and each worker the share of the run's wall time it ran, the CPU it
+//! ran on last, and its voluntary and involuntary context switches. Three threads on two
+//! CPUs: the rate follows which thread shares a CPU with the submitter and how much of it
+//! that thread takes.
 //!
 //! `drain_probe one-ideal ROUNDS`: 1u-1Mt's body with no pool, against the pools. The outside
 //! thread clones the shared `Arc` per task and publishes it in its own slot; 1, then 2 plain
@@ -570,7 +571,8 @@ fn one_modes(pools: usize) {
             pool.wait().expect("wait");
             let wall = t.elapsed().as_secs_f64();
             let ran: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
-            let mut line = format!("pool {p}: {:5.1} M/s", 1e-6 / (wall / 1e6));
+            // 1,000,000 tasks: millions a second is one over the seconds.
+            let mut line = format!("pool {p}: {:5.1} M/s", 1.0 / wall);
             for (tid, name, ns, cpu, vol, invol) in task_snapshot() {
                 if tid != me && !name.starts_with("flock-worker") {
                     continue;
@@ -588,7 +590,8 @@ fn one_modes(pools: usize) {
                         .next()
                         .and_then(|i| i.parse().ok())
                         .unwrap_or(0);
-                    let share = (ran[i] - ran0[i]) as f64 / 1e4;
+                    let ran = ran.get(i).zip(ran0.get(i)).map_or(0, |(a, b)| a - b);
+                    let share = ran as f64 / 1e4;
                     format!("{name} ran {share:.0}% of the tasks,")
                 };
                 line += &format!(
