@@ -497,54 +497,6 @@ fn ideal() {
     );
 }
 
-/// One thread of this process, read from `/proc/self/task/TID`: its name, CPU nanoseconds,
-/// the CPU it ran on last, and its voluntary and involuntary context switches.
-fn task_snapshot() -> Vec<(u64, String, u64, u64, u64, u64)> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|t| t.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).unwrap_or_default();
-        let name = read("comm").trim().to_string();
-        let ns = read("schedstat")
-            .split_whitespace()
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        // `stat`'s fields after the name's closing parenthesis; the CPU is field 39.
-        let stat = read("stat");
-        let cpu = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 2..].split(' ').nth(36)?.parse().ok())
-            .unwrap_or(u64::MAX);
-        let status = read("status");
-        let switches = |key: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .unwrap_or(0)
-        };
-        out.push((
-            tid,
-            name,
-            ns,
-            cpu,
-            switches("voluntary_ctxt_switches"),
-            switches("nonvoluntary_ctxt_switches"),
-        ));
-    }
-    out
-}
-
 /// `drain_probe one-modes POOLS`: see the module doc.
 fn one_modes(pools: usize) {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -557,7 +509,7 @@ fn one_modes(pools: usize) {
             .build()
             .expect("pool");
         for _ in 0..6 {
-            let before = task_snapshot();
+            let before = common::tasks(true);
             let ran0: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
             let hits = Arc::new(AtomicU64::new(0));
             let t = Instant::now();
@@ -573,32 +525,34 @@ fn one_modes(pools: usize) {
             let ran: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
             // 1,000,000 tasks: millions a second is one over the seconds.
             let mut line = format!("pool {p}: {:5.1} M/s", 1.0 / wall);
-            for (tid, name, ns, cpu, vol, invol) in task_snapshot() {
-                if tid != me && !name.starts_with("flock-worker") {
+            for t in common::tasks(true) {
+                if t.tid != me && !t.name.starts_with("flock-worker") {
                     continue;
                 }
                 let (ns0, vol0, invol0) = before
                     .iter()
-                    .find(|b| b.0 == tid)
-                    .map_or((0, 0, 0), |b| (b.2, b.4, b.5));
-                let who = if tid == me {
+                    .find(|b| b.tid == t.tid)
+                    .map_or((0, 0, 0), |b| (b.cpu_ns, b.voluntary, b.involuntary));
+                let who = if t.tid == me {
                     "submitter".to_string()
                 } else {
                     // `flock-worker-N`: the share of the run's tasks worker N ran.
-                    let i: usize = name
+                    let i: usize = t
+                        .name
                         .rsplit('-')
                         .next()
                         .and_then(|i| i.parse().ok())
                         .unwrap_or(0);
                     let ran = ran.get(i).zip(ran0.get(i)).map_or(0, |(a, b)| a - b);
                     let share = ran as f64 / 1e4;
-                    format!("{name} ran {share:.0}% of the tasks,")
+                    format!("{} ran {share:.0}% of the tasks,", t.name)
                 };
                 line += &format!(
-                    " | {who} {:3.0}% cpu{cpu} vol {} invol {}",
-                    (ns - ns0) as f64 / (wall * 1e9) * 100.0,
-                    vol - vol0,
-                    invol - invol0
+                    " | {who} {:3.0}% cpu{} vol {} invol {}",
+                    (t.cpu_ns - ns0) as f64 / (wall * 1e9) * 100.0,
+                    t.last_cpu,
+                    t.voluntary - vol0,
+                    t.involuntary - invol0
                 );
             }
             println!("{line}");

@@ -123,13 +123,25 @@ pub fn this_thread_id() -> Option<u64> {
         .and_then(|p| p.file_name()?.to_str()?.parse::<u64>().ok())
 }
 
-/// For each thread of this process, by thread id: the CPU time it has used so far, in
-/// nanoseconds, from `/proc/self/task/*/schedstat` (first field: time on CPU, ns;
-/// `/proc/self/stat`'s utime and stime count 10 ms ticks, too coarse for an idle pool), and,
-/// with `switches`, its context switches so far (voluntary + involuntary, from `status`;
-/// 0 without). Threads whose `schedstat` cannot be read (gone meanwhile) are left out.
-pub fn thread_usage(switches: bool) -> HashMap<u64, (u64, u64)> {
-    let mut out = HashMap::new();
+/// One thread of this process as `/proc/self/task/TID` shows it ([`tasks`]).
+pub struct Task {
+    pub tid: u64,
+    /// CPU time used so far, ns: `schedstat`'s first field (`/proc/self/stat`'s utime and
+    /// stime count 10 ms ticks, too coarse for an idle pool).
+    pub cpu_ns: u64,
+    /// With `details` only (else empty, `u64::MAX` and 0): the thread's name (`comm`), the
+    /// CPU it ran on last (`stat`'s field 39), and its voluntary and involuntary context
+    /// switches so far (`status`).
+    pub name: String,
+    pub last_cpu: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+/// Every thread of this process ([`Task`]); threads whose `schedstat` cannot be read (gone
+/// meanwhile) are left out. `details` adds the reads of `comm`, `stat` and `status`.
+pub fn tasks(details: bool) -> Vec<Task> {
+    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return out;
     };
@@ -141,23 +153,52 @@ pub fn thread_usage(switches: bool) -> HashMap<u64, (u64, u64)> {
         else {
             continue;
         };
-        let ns = std::fs::read_to_string(entry.path().join("schedstat"))
-            .ok()
-            .and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok());
-        let Some(ns) = ns else { continue };
-        let switched = if switches {
-            std::fs::read_to_string(entry.path().join("status"))
-                .unwrap_or_default()
-                .lines()
-                .filter(|l| l.contains("ctxt_switches"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum()
-        } else {
-            0
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).ok();
+        let Some(cpu_ns) =
+            read("schedstat").and_then(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+        else {
+            continue;
         };
-        out.insert(tid, (ns, switched));
+        let mut task = Task {
+            tid,
+            cpu_ns,
+            name: String::new(),
+            last_cpu: u64::MAX,
+            voluntary: 0,
+            involuntary: 0,
+        };
+        if details {
+            task.name = read("comm").unwrap_or_default().trim().to_string();
+            // `stat`'s fields after the name's closing parenthesis start at field 3.
+            let stat = read("stat").unwrap_or_default();
+            task.last_cpu = stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..)?.split(' ').nth(36)?.parse().ok())
+                .unwrap_or(u64::MAX);
+            let status = read("status").unwrap_or_default();
+            let switches = |key: &str| {
+                status
+                    .lines()
+                    .find(|l| l.starts_with(key))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+                    .unwrap_or(0)
+            };
+            task.voluntary = switches("voluntary_ctxt_switches");
+            task.involuntary = switches("nonvoluntary_ctxt_switches");
+        }
+        out.push(task);
     }
     out
+}
+
+/// For each thread of this process, by thread id: the CPU time it has used so far, in
+/// nanoseconds, and, with `switches`, its context switches so far (voluntary +
+/// involuntary; 0 without). See [`tasks`].
+pub fn thread_usage(switches: bool) -> HashMap<u64, (u64, u64)> {
+    tasks(switches)
+        .into_iter()
+        .map(|t| (t.tid, (t.cpu_ns, t.voluntary + t.involuntary)))
+        .collect()
 }
 
 /// CPU time this whole process (every thread) has used so far, in nanoseconds:
