@@ -322,13 +322,7 @@ fn cpu_stats(workers: usize, us: &[u64]) {
             .map(|v| v.parse::<u64>().unwrap_or(0));
         let (cpu, wait) = (f.next().unwrap_or(0), f.next().unwrap_or(0));
         let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .unwrap_or(0)
-        };
+        let field = |name: &str| common::status_field(&status, name);
         (
             cpu,
             wait,

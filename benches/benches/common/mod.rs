@@ -176,19 +176,21 @@ pub fn tasks(details: bool) -> Vec<Task> {
                 .and_then(|i| stat.get(i + 2..)?.split(' ').nth(36)?.parse().ok())
                 .unwrap_or(u64::MAX);
             let status = read("status").unwrap_or_default();
-            let switches = |key: &str| {
-                status
-                    .lines()
-                    .find(|l| l.starts_with(key))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                    .unwrap_or(0)
-            };
-            task.voluntary = switches("voluntary_ctxt_switches");
-            task.involuntary = switches("nonvoluntary_ctxt_switches");
+            task.voluntary = status_field(&status, "voluntary_ctxt_switches");
+            task.involuntary = status_field(&status, "nonvoluntary_ctxt_switches");
         }
         out.push(task);
     }
     out
+}
+
+/// The number after `key` in the text of a `/proc/.../status` file (0 if absent).
+pub fn status_field(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// For each thread of this process, by thread id: the CPU time it has used so far, in
