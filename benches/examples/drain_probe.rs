@@ -77,6 +77,13 @@
 //! and right after a locked read-modify-write (as a worker's reading at a task's end follows
 //! the task's atomics), against the locked instruction alone (x86-64 only; median of 5).
 //!
+//! `drain_probe cold [IDLE_US...]`: what memory costs a thread right after it slept, the
+//! state a worker woken by `wake-latency` runs its first instructions in. For each idle
+//! time (default 300, 1000, 2000, 5000 and 10000 µs; `wake-latency` idles 5 ms), 200 samples
+//! of: touch a set of lines of a 256 MiB buffer, sleep, then time the same loads (cold), and
+//! at once again (warm); medians. Sets: 1 line, 8 and 32 lines in one page (64-byte
+//! stride), 8 and 32 in as many pages (4 KiB), 32 a MiB apart.
+//!
 //! `drain_probe steals RUNS W`: how many tasks `fib-join`, `qsort` and `spawn-tree` (scope)
 //! steal a run on a flock pool of `W` workers, and how long a run takes: what a cost paid on
 //! every steal (the moonshot's `membarrier`, `docs/bench.md`) would add to each.
@@ -922,6 +929,57 @@ fn clock() {
     println!("drain_probe clock: x86-64 only");
 }
 
+/// `drain_probe cold [IDLE_US...]`: see the module doc.
+fn cold(idles: &[u64]) {
+    use std::hint::black_box;
+    // Volatile loads, so none is folded away or hoisted out of the timed stretch.
+    fn touch(buf: &[u8], base: usize, lines: usize, stride: usize) -> u8 {
+        (0..lines).fold(0u8, |acc, i| {
+            // SAFETY: `base + i * stride` is inside `buf` (the callers' sets fit in it).
+            acc.wrapping_add(unsafe { std::ptr::read_volatile(&buf[base + i * stride]) })
+        })
+    }
+    const SETS: [(usize, usize); 6] = [
+        (1, 64),
+        (8, 64),
+        (8, 4096),
+        (32, 64),
+        (32, 4096),
+        (32, 1 << 20),
+    ];
+    const SAMPLES: usize = 200;
+    // Written once, so every page is backed before the first sample.
+    let buf = vec![1u8; 256 << 20];
+    println!("lines touched after an idle sleep: median ns of {SAMPLES} samples, cold (first touch after the sleep) / warm (the same loads at once again)");
+    for &idle in idles {
+        let mut line = format!("idle {idle:>6} µs:");
+        for (lines, stride) in SETS {
+            let (mut cold, mut warm) = (Vec::new(), Vec::new());
+            for s in 0..SAMPLES {
+                // Seven sets 4 MiB apart, in turn, so that no sample reuses the one before.
+                let base = (s % 7) << 22;
+                black_box(touch(&buf, base, lines, stride));
+                std::thread::sleep(std::time::Duration::from_micros(idle));
+                // The first clock reading after a sleep is itself cold: not in the sample.
+                black_box(Instant::now());
+                let t1 = Instant::now();
+                black_box(touch(&buf, base, lines, stride));
+                let t2 = Instant::now();
+                black_box(touch(&buf, base, lines, stride));
+                let t3 = Instant::now();
+                cold.push((t2 - t1).as_nanos() as f64);
+                warm.push((t3 - t2).as_nanos() as f64);
+            }
+            line += &format!(
+                " | {lines} × {stride} B: {:.0} / {:.0}",
+                median(cold),
+                median(warm)
+            );
+        }
+        println!("{line}");
+    }
+}
+
 // ----- join-events: per-join event counts at several worker counts (issue 41) ----------
 
 /// A counter of a `Stats` snapshot.
@@ -1590,6 +1648,14 @@ fn main() {
             }
         }
         Some("clock") => clock(),
+        Some("cold") => {
+            let idles: Vec<u64> = args.map(|u| u.parse().expect("µs")).collect();
+            cold(if idles.is_empty() {
+                &[300, 1000, 2000, 5000, 10_000]
+            } else {
+                &idles
+            })
+        }
         Some("qsort") => qsort(
             args.next().map_or(15, |r| r.parse().expect("rounds")),
             args.next().map_or(common::workers(), |w| w.parse().expect("workers")),
