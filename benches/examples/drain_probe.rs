@@ -77,6 +77,16 @@
 //! and right after a locked read-modify-write (as a worker's reading at a task's end follows
 //! the task's atomics), against the locked instruction alone (x86-64 only; median of 5).
 //!
+//! `drain_probe busy-submit [SAMPLES]`: `wake-latency` with a submitter that keeps running:
+//! after `WAKE_IDLE` asleep it submits one task and spins until the task's first
+//! instruction, which stamps the time and its CPU. Per pool, `SAMPLES` (default 60) such
+//! submits: the median and 90th percentile from the submit call to the task's start, and
+//! how many tasks ran on the CPU the submitter was on. Pools: flock as built by default,
+//! with `spin_limit(7)` (its spin's rounds without a `sched_yield`), with `spin_limit(0)`,
+//! and pinned; rayon, the crossbeam-channel pool and `threadpool` with as many workers; and
+//! the bare futex (a thread parked in `std::thread::park`, unparked by a waker that then
+//! spins the same way).
+//!
 //! `drain_probe cold [IDLE_US...]`: what memory costs a thread right after it slept, the
 //! state a worker woken by `wake-latency` runs its first instructions in. For each idle
 //! time (default 300, 1000, 2000, 5000 and 10000 µs; `wake-latency` idles 5 ms), 200 samples
@@ -929,6 +939,98 @@ fn clock() {
     println!("drain_probe clock: x86-64 only");
 }
 
+/// A task handed to `busy_samples`' submit.
+type Task = Box<dyn FnOnce() + Send>;
+
+/// One `busy-submit` sample set: `samples` times, sleep `WAKE_IDLE`, then `submit` a task
+/// that reports its start through the closure `submit` is given, and spin until it starts.
+/// Returns the start latencies in µs and how many tasks ran on the submitter's CPU.
+fn busy_samples(samples: usize, submit: impl Fn(Task)) -> (Vec<f64>, usize) {
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+    use std::sync::Arc;
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = || unsafe { libc::sched_getcpu() };
+    let mut took = Vec::with_capacity(samples);
+    let mut on_submitter = 0;
+    for _ in 0..samples {
+        std::thread::sleep(common::workloads::WAKE_IDLE);
+        let started = Arc::new(AtomicU64::new(0));
+        let ran_on = Arc::new(AtomicI64::new(-1));
+        let (s, r) = (started.clone(), ran_on.clone());
+        let t0 = Instant::now();
+        let here = cpu();
+        submit(Box::new(move || {
+            r.store(i64::from(cpu()), Ordering::Relaxed);
+            // + 1: a start in the same nanosecond still reads as started.
+            s.store(t0.elapsed().as_nanos() as u64 + 1, Ordering::Release);
+        }));
+        while started.load(Ordering::Acquire) == 0 {
+            std::hint::spin_loop();
+        }
+        took.push(started.load(Ordering::Relaxed) as f64 / 1e3);
+        on_submitter += usize::from(ran_on.load(Ordering::Relaxed) == i64::from(here));
+    }
+    (took, on_submitter)
+}
+
+/// `drain_probe busy-submit [SAMPLES]`: see the module doc.
+fn busy_submit(samples: usize) {
+    use common::peers::{ChannelPool, Rayon, Runner, Threadpool};
+    fn pool<R: Runner>(name: &str, pool: R, samples: usize) {
+        let (took, on) = busy_samples(samples, |task| pool.execute(task));
+        line(name, took, on, samples);
+    }
+    fn line(name: &str, mut took: Vec<f64>, on: usize, samples: usize) {
+        took.sort_by(f64::total_cmp);
+        println!(
+            "{name:<22} start p50 {:8.1} µs, p90 {:8.1} µs; ran on the submitter's CPU {on} of {samples}",
+            took[samples / 2],
+            took[samples * 9 / 10]
+        );
+    }
+    let flock_with = |b: flock::PoolBuilder| b.build().expect("pool");
+    println!(
+        "one task into a parked pool ({} ms idle) while the submitter keeps running; {} CPUs here",
+        common::workloads::WAKE_IDLE.as_millis(),
+        std::thread::available_parallelism().map_or(1, usize::from)
+    );
+    for (name, builder) in [
+        ("flock", flock::Pool::builder()),
+        ("flock spin_limit(7)", flock::Pool::builder().spin_limit(7)),
+        ("flock spin_limit(0)", flock::Pool::builder().spin_limit(0)),
+        ("flock pinned", flock::Pool::builder().pin_workers(true)),
+    ] {
+        let p = flock_with(builder.workers(common::workers()));
+        let (took, on) = busy_samples(samples, |task| p.submit(task).expect("submit"));
+        line(name, took, on, samples);
+    }
+    pool("rayon", Rayon::new(), samples);
+    pool("crossbeam-channel", ChannelPool::new(), samples);
+    pool("threadpool", Threadpool::new(), samples);
+    // The bare futex: a thread parked in `std::thread::park`, given one job at a time.
+    let job: std::sync::Arc<std::sync::Mutex<Option<Task>>> = Default::default();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (j, st) = (job.clone(), stop.clone());
+    let sleeper = std::thread::spawn(move || loop {
+        if let Some(task) = j.lock().unwrap().take() {
+            task();
+            continue;
+        }
+        if st.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        std::thread::park();
+    });
+    let (took, on) = busy_samples(samples, |task| {
+        *job.lock().unwrap() = Some(task);
+        sleeper.thread().unpark();
+    });
+    line("bare futex", took, on, samples);
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    sleeper.thread().unpark();
+    sleeper.join().expect("sleeper");
+}
+
 /// `drain_probe cold [IDLE_US...]`: see the module doc.
 fn cold(idles: &[u64]) {
     use std::hint::black_box;
@@ -1648,6 +1750,7 @@ fn main() {
             }
         }
         Some("clock") => clock(),
+        Some("busy-submit") => busy_submit(args.next().map_or(60, |n| n.parse().expect("samples"))),
         Some("cold") => {
             let idles: Vec<u64> = args.map(|u| u.parse().expect("µs")).collect();
             cold(if idles.is_empty() {
@@ -1702,6 +1805,6 @@ fn main() {
             let runs = args.next().expect("runs").parse().expect("runs");
             join_events_child(&kind, runs, args.next().expect("w").parse().expect("workers"))
         }
-        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W... | trickle-events W... | two-way [ROUNDS] | idle-events W..."),
+        _ => eprintln!("usage: drain_probe drain W [US] | own | spin | one W | one-local W | cpu KIND... | cpu-stats W [US...] | ideal | fib ROUNDS [W [fenced]] | fibloop flock|rayon RUNS [W] | steals [RUNS] [W] | bystander [US] | wake [ROUNDS] | qsort [ROUNDS [W]] | clock | many KIND [RUNS] | join-events [--runs RUNS] W... | trickle-events W... | two-way [ROUNDS] | idle-events W... | busy-submit [SAMPLES] | cold [IDLE_US...]"),
     }
 }
