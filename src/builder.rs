@@ -283,10 +283,11 @@ impl PoolBuilder {
     ///
     /// From the 8th round on a round yields the CPU (`sched_yield`), which lets a thread
     /// waiting for that CPU run (a submitter sharing it with a worker, when the pool has as
-    /// many workers as CPUs). On Linux since late 2025 a yield also costs the worker its
-    /// next wake-up: a task submitted to a parked pool by a thread that keeps running can
-    /// wait for that thread's time slice, milliseconds, where the worker would otherwise
-    /// start it within tens of microseconds. A pool fed that way wants 7 rounds or fewer
+    /// many workers as CPUs). On Linux since late 2025 such a yield also costs the worker
+    /// its next wake-up (the yielder forfeits the rest of its time slice, and carries that
+    /// into its sleep): a task submitted to a parked pool by a thread that keeps running
+    /// can wait for that thread's time slice, milliseconds, where the worker would
+    /// otherwise start it within tens of microseconds. A pool fed that way wants 7 rounds or fewer
     /// (no yield); docs/bench.md ("A submitter that keeps running") has the measurements
     /// of both sides.
     ///
