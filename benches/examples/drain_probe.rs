@@ -975,7 +975,7 @@ fn busy_samples(samples: usize, submit: impl Fn(Task)) -> (Vec<f64>, usize) {
 
 /// `drain_probe busy-submit [SAMPLES]`: see the module doc.
 fn busy_submit(samples: usize) {
-    use common::peers::{ChannelPool, Rayon, Runner, Threadpool};
+    use common::peers::{ChannelPool, Flock, Rayon, Runner, Threadpool};
     fn pool<R: Runner>(name: &str, pool: R, samples: usize) {
         let (took, on) = busy_samples(samples, |task| pool.execute(task));
         line(name, took, on, samples);
@@ -988,7 +988,6 @@ fn busy_submit(samples: usize) {
             took[samples * 9 / 10]
         );
     }
-    let flock_with = |b: flock::PoolBuilder| b.build().expect("pool");
     println!(
         "one task into a parked pool ({} ms idle) while the submitter keeps running; {} CPUs here",
         common::workloads::WAKE_IDLE.as_millis(),
@@ -1000,9 +999,8 @@ fn busy_submit(samples: usize) {
         ("flock spin_limit(0)", flock::Pool::builder().spin_limit(0)),
         ("flock pinned", flock::Pool::builder().pin_workers(true)),
     ] {
-        let p = flock_with(builder.workers(common::workers()));
-        let (took, on) = busy_samples(samples, |task| p.submit(task).expect("submit"));
-        line(name, took, on, samples);
+        let built = builder.workers(common::workers()).build().expect("pool");
+        pool(name, Flock::from_pool(built, "flock"), samples);
     }
     pool("rayon", Rayon::new(), samples);
     pool("crossbeam-channel", ChannelPool::new(), samples);
