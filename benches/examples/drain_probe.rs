@@ -1010,7 +1010,9 @@ fn busy_submit(samples: usize) {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (j, st) = (job.clone(), stop.clone());
     let sleeper = std::thread::spawn(move || loop {
-        if let Some(task) = j.lock().unwrap().take() {
+        // Taken out first, so the lock is not held while the task runs.
+        let task = j.lock().unwrap().take();
+        if let Some(task) = task {
             task();
             continue;
         }
