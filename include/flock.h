@@ -210,8 +210,8 @@ struct flock_config {
     // Default: 20. From the 8th round on a round yields the CPU (sched_yield). On Linux
     // since late 2025 a yield made while another thread waits for that CPU also delays the
     // worker's next wake-up: a task submitted to an idle pool by a thread that keeps running
-    // can wait for that thread's time slice (milliseconds). 7 or fewer never yields (docs/bench.md, "A submitter that keeps
-    // running").
+    // can wait for that thread's time slice (milliseconds). 7 or fewer never yields
+    // (docs/bench.md, "A submitter that keeps running").
     uint32_t spin_limit;
     // Pin worker i to the i-th CPU this process may run on (wrapping around). Default: false.
     bool pin_workers;

@@ -287,9 +287,9 @@ impl PoolBuilder {
     /// its next wake-up (the yielder forfeits the rest of its time slice, and carries that
     /// into its sleep): a task submitted to a parked pool by a thread that keeps running
     /// can wait for that thread's time slice, milliseconds, where the worker would
-    /// otherwise start it within tens of microseconds. A pool fed that way wants 7 rounds or fewer
-    /// (no yield); docs/bench.md ("A submitter that keeps running") has the measurements
-    /// of both sides.
+    /// otherwise start it within tens of microseconds. A pool fed that way wants 7 rounds
+    /// or fewer (no yield); docs/bench.md ("A submitter that keeps running") has the
+    /// measurements of both sides.
     ///
     /// ```
     /// // Park at once when idle: lowest CPU use, slightly slower to pick up bursts.
