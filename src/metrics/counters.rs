@@ -91,9 +91,9 @@ pub(crate) struct StatCounts {
 impl StatCounts {
     pub(crate) fn new() -> Self {
         StatCounts {
-            stats: std::array::from_fn(|_| AtomicU64::new(0)),
+            stats: [const { AtomicU64::new(0) }; STATS],
             state: AtomicU8::new(WorkerState::Spinning as u8),
-            lanes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            lanes: [const { [const { AtomicU64::new(0) }; LANE_STATS] }; MAX_LANES],
         }
     }
 

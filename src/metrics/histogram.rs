@@ -39,7 +39,7 @@ pub(crate) struct Histogram {
 impl Histogram {
     fn new() -> Self {
         Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            buckets: [const { AtomicU64::new(0) }; BUCKETS],
             sum: AtomicU64::new(0),
             max: AtomicU64::new(0),
         }
