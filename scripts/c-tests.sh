@@ -100,7 +100,7 @@ step "C and C++ suites"
 ffi/tests/driver.sh plain "$hooks_lib" "$work/plain"
 
 step "C and C++ suites under valgrind memcheck"
-ffi/tests/driver.sh valgrind "$hooks_lib" "$work/valgrind"
+ffi/tests/driver.sh valgrind "$hooks_lib" "$work/valgrind" "$work/plain"
 echo "valgrind: no errors, no definite or indirect leaks"
 
 # One AddressSanitizer pass. With a nightly toolchain the library is instrumented too, and the

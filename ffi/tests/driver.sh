@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs the C and C++ test programs of libflock against one static library.
-# Usage: ffi/tests/driver.sh MODE LIBFLOCK_A OUTDIR
+# Usage: ffi/tests/driver.sh MODE LIBFLOCK_A OUTDIR [BUILT]
 #   MODE plain     -O1 -g, run directly
 #   MODE valgrind  run under valgrind memcheck; any error or definite/indirect leak fails;
 #                  iteration counts divided by FLOCK_TEST_SCALE (default 10 here); forked
@@ -11,9 +11,12 @@
 #                  too when LIBFLOCK_A came from a -Zsanitizer build
 # Every program is built with -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror, so the
 # headers stay warning-free under those flags.
+# BUILT (plain and valgrind modes): the OUTDIR of a plain or valgrind run against the same
+# LIBFLOCK_A, whose programs are run as they are instead of being built again (the two modes
+# build them with the same flags; scripts/c-tests.sh runs valgrind on the plain build).
 # The library must be built with the `test-hooks` feature. Exits non-zero on any failure.
 set -euo pipefail
-mode=$1 lib=$2 out=$3
+mode=$1 lib=$2 out=$3 built_dir=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 include=$(cd "$here/../../include" && pwd)
 mkdir -p "$out"
@@ -41,6 +44,10 @@ case $mode in
         ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
+if [ -n "$built_dir" ] && [ "$mode" = asan ]; then
+    echo "driver.sh: the asan mode builds its own programs (its flags differ)" >&2
+    exit 2
+fi
 
 # The programs build side by side (scripts/jobs.sh), as many at once as there are CPUs (JOBS
 # overrides), the C++ ones first: each links the whole static library, and the C++ ones under
@@ -77,36 +84,48 @@ build_one() {
     echo "$rc" > "$out/$5.rc"
     return "$rc"
 }
-# shellcheck source=SCRIPTDIR/../../scripts/jobs.sh
-source "$here/../../scripts/jobs.sh"
-jobs_init
-trap 'rm -rf "$JOBS_DIR"' EXIT
-names=()
-for b in "${builds[@]}"; do
-    # shellcheck disable=SC2086
-    set -- $b
-    job "$5" "build_one $1 $2 $3 $4 $5"
-    names+=("$5")
-done
-# Exported in a subshell only, so that the test programs below run in the environment they
-# always had. The jobs' own lines ("job NAME: ok in Ts") are dropped: each build's status
-# and output are reported from OUTDIR just below.
-(
-    export cc cxx warn flags include lib out here syslibs
-    export -f build_one
-    jobs_run > /dev/null
-)
-built=1
-for name in "${names[@]}"; do
-    if [ "$(cat "$out/$name.rc" 2>/dev/null || echo lost)" != 0 ]; then
-        echo "   $name: the build FAILED ($mode):"
-        sed 's/^/   | /' "$out/$name.build.log"
-        built=0
-    else
-        sed 's/^/   | /' "$out/$name.build.log"
-    fi
-done
-[ "$built" = 1 ] || exit 1
+bin=$out
+if [ -n "$built_dir" ]; then
+    bin=$built_dir
+    for b in "${builds[@]}"; do
+        # shellcheck disable=SC2086
+        set -- $b
+        [ -x "$bin/$5" ] && [ "$(cat "$bin/$5.rc" 2>/dev/null)" = 0 ] ||
+            { echo "driver.sh: $bin has no program $5 that built" >&2; exit 1; }
+    done
+    echo "   (the programs built in $bin)"
+else
+    # shellcheck source=SCRIPTDIR/../../scripts/jobs.sh
+    source "$here/../../scripts/jobs.sh"
+    jobs_init
+    trap 'rm -rf "$JOBS_DIR"' EXIT
+    names=()
+    for b in "${builds[@]}"; do
+        # shellcheck disable=SC2086
+        set -- $b
+        job "$5" "build_one $1 $2 $3 $4 $5"
+        names+=("$5")
+    done
+    # Exported in a subshell only, so that the test programs below run in the environment
+    # they always had. The jobs' own lines ("job NAME: ok in Ts") are dropped: each build's
+    # status and output are reported from OUTDIR just below.
+    (
+        export cc cxx warn flags include lib out here syslibs
+        export -f build_one
+        jobs_run > /dev/null
+    )
+    built=1
+    for name in "${names[@]}"; do
+        if [ "$(cat "$out/$name.rc" 2>/dev/null || echo lost)" != 0 ]; then
+            echo "   $name: the build FAILED ($mode):"
+            sed 's/^/   | /' "$out/$name.build.log"
+            built=0
+        else
+            sed 's/^/   | /' "$out/$name.build.log"
+        fi
+    done
+    [ "$built" = 1 ] || exit 1
+fi
 
 # Each program runs under `timeout` (FLOCK_TEST_TIMEOUT seconds, default 600; the longest
 # takes under a minute under valgrind): a program that hangs fails its suite with its output
@@ -119,7 +138,7 @@ for t in test_flock_c adversarial_c test_flock_cpp global_c algorithms_cpp fault
     echo "-- $t ($mode)"
     # The forced-panic test makes the library print its (caught) panics; keep them short.
     rc=0
-    RUST_BACKTRACE=0 timeout -k 10 "$limit" "${run[@]}" "$out/$t" 2> "$out/$t.stderr" || rc=$?
+    RUST_BACKTRACE=0 timeout -k 10 "$limit" "${run[@]}" "$bin/$t" 2> "$out/$t.stderr" || rc=$?
     if [ "$rc" != 0 ]; then
         status=1
         if [ "$rc" = 124 ]; then
