@@ -65,28 +65,29 @@ source scripts/jobs.sh
 jobs_init
 jobs_clean_on_exit "$log"
 run() { echo "cargo +nightly miri test -p flock-pool $1"; }
-# Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-27 at 669e2ae
-# on the 2-vCPU guest, 963 s of jobs in 496 s.
-job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 195 s
-job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 137 s
-job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 84 s
-job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 76 s
-job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 47 s
-job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 35 s
+# Longest first; the seconds are each job's in the clean-clone CI run of 2026-11-29 at cfe86fc
+# on the 2-vCPU guest, 1,254 s of jobs in 634 s with the build (1,619 s of jobs at fe87d10,
+# before a pool's shards were built from const arrays and Miri kept two outside shards).
+job extra-batch "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test batch')"             # 241 s
+job extra-resize "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test resize')"           # 230 s
+job extra-waiting "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test waiting')"         # 116 s
+job extra-group "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test group')"             # 105 s
+job extra-pause "MIRIFLAGS='$strict -Zmiri-seed=1' $(run '--test pause')"             # 59 s
+job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 55 s
 for seed in $seeds; do
-    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 28-29 s
+    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 49-51 s
 done
-job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 28 s
-job crossbeam-lib "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--lib')"        # 29 s
-job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 18 s
+job crossbeam-stress "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test stress')" # 40 s
+job crossbeam-scope_join "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test scope_join')" # 39 s
 for seed in $seeds; do
-    job "seed$seed-lib" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--lib')"         # 22-23 s
-    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 20-21 s
+    job "seed$seed-scope_join" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test scope_join')" # 36 s
+    job "seed$seed-stress" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test stress')" # 33-35 s
 done
-job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 16 s
+job crossbeam-panics "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test panics')" # 19 s
+job crossbeam-spawn "$crossbeam_env MIRIFLAGS='$crossbeam_flags' $(run '--test spawn')" # 19 s
 for seed in $seeds; do
-    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 13 s
-    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 14-16 s
+    job "seed$seed-spawn" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test spawn')" # 15-19 s
+    job "seed$seed-panics" "MIRIFLAGS='$strict -Zmiri-seed=$seed' $(run '--test panics')" # 18-19 s
 done
 echo "== miri: ${#JOB_NAMES[@]} jobs (strict seeds [$seeds], resize/pause/batches/waiting/groups, real deques)"
 jobs_run | sed 's/^/miri /'
