@@ -35,10 +35,53 @@ log=$(mktemp)
 # Built once; then every model runs as its own process, as many at once as there are CPUs
 # (each model is one thread), the longest first so that the last to finish are short ones
 # (scripts/jobs.sh). The order comes from the seconds each model printed in a run of this
-# script on the 2-vCPU AMD guest (2026-11-28, 1,333 s in all, on a day CI's run of the same
-# models before LTO and bound 1 took 2,299 s); a model not named here runs after these, in
-# the binary's order.
-if ! RUSTFLAGS="--cfg flock_loom" cargo test --release -p flock-pool --lib --no-run >"$log" 2>&1; then
+# script on the 2-vCPU AMD guest (2026-11-29, 718 s in all, two models at a time, the stacks
+# reused); a model not named here runs after these, in the binary's order.
+#
+# loom runs every thread of every execution on a coroutine of the `generator` crate, which
+# mapped a fresh stack for it (mmap, mprotect), faulted its pages in and unmapped it when the
+# execution ended: 9.4 s of a 40 s model's time was the kernel's. scripts/loom-generator.patch
+# keeps freed stacks for reuse: that model took 28.5 s, and this script 718 s against 1,040 s
+# (2026-11-29, the 2-vCPU guest; 10 s of system time against 544).
+# The build takes the patched copy through cargo's [patch], given on its command line so that
+# no other build sees it; cargo rewrites Cargo.lock for it, so the lock is put back after the
+# build. If the copy cannot be made (no such crate file, a version the patch does not fit),
+# the models run on the crate as published, slower, and this says so.
+patch_config=()
+gen_version=$(awk '$0 == "name = \"generator\"" { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+gen_patch="$PWD/scripts/loom-generator.patch"
+gen_dir="$CARGO_TARGET_DIR/generator-$gen_version-$(sha256sum "$gen_patch" | cut -c1-12)"
+case "$gen_dir" in /*) ;; *) gen_dir="$PWD/$gen_dir" ;; esac
+if [ -n "$gen_version" ] && [ ! -d "$gen_dir" ]; then
+    cargo fetch -q >/dev/null 2>&1 || true
+    crate=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"generator-$gen_version.crate" 2>/dev/null | head -1)
+    rm -rf "$gen_dir.tmp" && mkdir -p "$gen_dir.tmp"
+    # git apply outside any repository (the target directory may lie in this checkout, where
+    # it would take the patch's paths as the checkout's and skip them), then a check that the
+    # change is there.
+    if [ -n "$crate" ] && tar xzf "$crate" -C "$gen_dir.tmp" &&
+        (cd "$gen_dir.tmp/generator-$gen_version" &&
+            GIT_CEILING_DIRECTORIES="$(dirname "$PWD")" git apply "$gen_patch" &&
+            grep -q FREE_STACKS src/stack/mod.rs); then
+        mv "$gen_dir.tmp/generator-$gen_version" "$gen_dir"
+    fi
+    rm -rf "$gen_dir.tmp"
+fi
+if [ -d "$gen_dir" ]; then
+    patch_config=(--config "patch.crates-io.generator.path=\"$gen_dir\"")
+    echo "== loom: generator $gen_version with scripts/loom-generator.patch (stacks reused)"
+else
+    echo "== loom: NOTE: generator ${gen_version:-?} could not be patched (scripts/loom-generator.patch); the models run on the published crate, about 40% slower" >&2
+fi
+lock_copy=$(mktemp)
+cp Cargo.lock "$lock_copy"
+trap 'cp "$lock_copy" Cargo.lock' EXIT
+built=1
+RUSTFLAGS="--cfg flock_loom" cargo "${patch_config[@]}" test --release -p flock-pool --lib --no-run >"$log" 2>&1 || built=0
+cp "$lock_copy" Cargo.lock
+rm -f "$lock_copy"
+trap - EXIT
+if [ "$built" = 0 ]; then
     tail -30 "$log" >&2
     echo "loom: the build FAILED" >&2
     exit 1
@@ -50,16 +93,16 @@ if [ ! -x "$bin" ]; then
     exit 1
 fi
 longest=(
-    loom_join_half_stolen_while_the_first_blocks                   # 609 s
-    loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one # 268 s
-    loom_chain_wake_runs_two_tasks_in_parallel                     # 222 s
-    loom_batch_wakes_enough_workers                                # 201 s
-    loom_scope_units_kept_by_workers_are_given_back                # 186 s
-    loom_a_stop_hook_task_stolen_by_a_retiring_worker              # 182 s
-    loom_two_workers_one_submitter                                 # 142 s
-    loom_push_locally_then_block                                   # 135 s
-    loom_batch_iterator_blocks_on_a_task_it_yielded                # 133 s
-    loom_a_claimed_second_job_is_taken_by_another_worker           # 63 s
+    loom_join_half_stolen_while_the_first_blocks                   # 323 s
+    loom_a_retiring_worker_runs_its_claimed_job_from_under_a_pushed_one # 150 s
+    loom_chain_wake_runs_two_tasks_in_parallel                     # 112 s
+    loom_batch_wakes_enough_workers                                # 97 s
+    loom_scope_units_kept_by_workers_are_given_back                # 96 s
+    loom_a_stop_hook_task_stolen_by_a_retiring_worker              # 81 s
+    loom_two_workers_one_submitter                                 # 68 s
+    loom_push_locally_then_block                                   # 63 s
+    loom_batch_iterator_blocks_on_a_task_it_yielded                # 59 s
+    loom_a_claimed_second_job_is_taken_by_another_worker           # 31 s
 )
 mapfile -t all < <("$bin" loom --list 2>/dev/null | sed -nE 's/^loom_tests::(loom_[A-Za-z0-9_]+): test$/\1/p')
 if [ "${#all[@]}" -eq 0 ]; then
