@@ -35,14 +35,19 @@
 //! the submitting thread and each worker the share of the run's wall time it ran, the CPU it
 //! ran on last, and its voluntary and involuntary context switches. Three threads on two
 //! CPUs: the rate follows which thread shares a CPU with the submitter and how much of it
-//! that thread takes.
+//! that thread takes. Before and after each run, `line` is the time a cache line takes to go
+//! from CPU 0 to CPU 1 and back (two threads pinned there, median of 9 bouts of 20,000 round
+//! trips; no pool thread runs meanwhile): how far apart the host has put the guest's two
+//! CPUs then.
 //!
 //! `drain_probe one-ideal ROUNDS`: 1u-1Mt's body with no pool, against the pools. The outside
 //! thread clones the shared `Arc` per task and publishes it in its own slot; 1, then 2 plain
 //! threads take the slots by a static split (`workloads::one_submitter_no_pool`). What is
 //! left is what the body itself costs on this machine. In interleaved rounds with flock (the
 //! bench's default pool), the crossbeam-channel pool and rayon running 1u-1Mt itself; prints
-//! ns a task, medians over the rounds, and what `1u-1Mt`'s targets would need.
+//! ns a task, medians over the rounds, and what `1u-1Mt`'s targets would need. Each round's
+//! line ends with the cache line's round trip between CPU 0 and CPU 1 before and after it
+//! (`one-modes`).
 //!
 //! `drain_probe fib ROUNDS W [fenced]`: `fib-join` with `W` workers (default: as the bench)
 //! in interleaved rounds (sequential, flock, rayon), each run's wall and process CPU time, and
@@ -520,6 +525,7 @@ fn one_modes(pools: usize) {
             .build()
             .expect("pool");
         for _ in 0..6 {
+            let line_ns = line_round_trip_ns();
             let before = common::tasks(true);
             let ran0: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
             let hits = Arc::new(AtomicU64::new(0));
@@ -534,9 +540,14 @@ fn one_modes(pools: usize) {
             pool.wait().expect("wait");
             let wall = t.elapsed().as_secs_f64();
             let ran: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
+            let after = common::tasks(true);
+            let line_after = line_round_trip_ns();
             // 1,000,000 tasks: millions a second is one over the seconds.
-            let mut line = format!("pool {p}: {:5.1} M/s", 1.0 / wall);
-            for t in common::tasks(true) {
+            let mut line = format!(
+                "pool {p}: {:5.1} M/s | line {line_ns:3.0}, {line_after:3.0} ns",
+                1.0 / wall
+            );
+            for t in after {
                 if t.tid != me && !t.name.starts_with("flock-worker") {
                     continue;
                 }
@@ -571,6 +582,59 @@ fn one_modes(pools: usize) {
     }
 }
 
+/// The round trip of a cache line between CPU 0 and CPU 1, in ns (see `one_modes`): two
+/// threads pinned one to each, taking turns to bump one counter; median of 9 bouts of 20,000
+/// round trips.
+fn line_round_trip_ns() -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const TRIPS: u64 = 20_000;
+    fn pin(cpu: usize) {
+        // SAFETY: the set is a local, zeroed and filled by the libc macros; the call reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    let mut bouts = Vec::new();
+    for _ in 0..9 {
+        let turn = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+        let took = std::thread::scope(|s| {
+            let turn = &turn;
+            s.spawn(move || {
+                pin(1);
+                // Odd turns are this thread's.
+                for i in 0..TRIPS {
+                    while turn.load(Ordering::Acquire) != 2 * i + 1 {
+                        std::hint::spin_loop();
+                    }
+                    turn.store(2 * i + 2, Ordering::Release);
+                }
+            });
+            pin(0);
+            let t = Instant::now();
+            for i in 0..TRIPS {
+                turn.store(2 * i + 1, Ordering::Release);
+                while turn.load(Ordering::Acquire) != 2 * i + 2 {
+                    std::hint::spin_loop();
+                }
+            }
+            t.elapsed()
+        });
+        bouts.push(took.as_secs_f64() * 1e9 / TRIPS as f64);
+    }
+    // The main thread may run anywhere again.
+    // SAFETY: as in `pin`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    median(bouts)
+}
+
 /// `drain_probe one-ideal ROUNDS`: see the module doc.
 fn one_ideal(rounds: usize) {
     use common::peers::Kind;
@@ -588,6 +652,7 @@ fn one_ideal(rounds: usize) {
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for round in 0..rounds {
+        let line_before = line_round_trip_ns();
         for runners in [1, 2] {
             let took = common::workloads::one_submitter_no_pool(runners, N);
             ns[runners - 1].push(took.as_secs_f64() * 1e9 / N as f64);
@@ -596,7 +661,11 @@ fn one_ideal(rounds: usize) {
             ns[2 + i].push(p.one_submitter(N).as_secs_f64() * 1e9 / N as f64);
         }
         let row: Vec<String> = ns.iter().map(|v| format!("{:.1}", v[round])).collect();
-        println!("round {round}: {}", row.join(", "));
+        println!(
+            "round {round}: {} (line {line_before:.0}, {:.0} ns)",
+            row.join(", "),
+            line_round_trip_ns()
+        );
     }
     let med: Vec<f64> = ns.iter().map(|v| median(v.clone())).collect();
     for (name, m) in names.iter().zip(&med) {
