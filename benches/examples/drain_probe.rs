@@ -525,7 +525,7 @@ fn one_modes(pools: usize) {
             .build()
             .expect("pool");
         for _ in 0..6 {
-            let line_ns = line_round_trip_ns();
+            let line_before = line_ns();
             let before = common::tasks(true);
             let ran0: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
             let hits = Arc::new(AtomicU64::new(0));
@@ -541,10 +541,10 @@ fn one_modes(pools: usize) {
             let wall = t.elapsed().as_secs_f64();
             let ran: Vec<u64> = pool.stats().per_worker.iter().map(|w| w.executed).collect();
             let after = common::tasks(true);
-            let line_after = line_round_trip_ns();
+            let line_after = line_ns();
             // 1,000,000 tasks: millions a second is one over the seconds.
             let mut line = format!(
-                "pool {p}: {:5.1} M/s | line {line_ns:3.0}, {line_after:3.0} ns",
+                "pool {p}: {:5.1} M/s | line {line_before}, {line_after} ns",
                 1.0 / wall
             );
             for t in after {
@@ -582,57 +582,9 @@ fn one_modes(pools: usize) {
     }
 }
 
-/// The round trip of a cache line between CPU 0 and CPU 1, in ns (see `one_modes`): two
-/// threads pinned one to each, taking turns to bump one counter; median of 9 bouts of 20,000
-/// round trips.
-fn line_round_trip_ns() -> f64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    const TRIPS: u64 = 20_000;
-    fn pin(cpu: usize) {
-        // SAFETY: the set is a local, zeroed and filled by the libc macros; the call reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
-    }
-    let mut bouts = Vec::new();
-    for _ in 0..9 {
-        let turn = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
-        let took = std::thread::scope(|s| {
-            let turn = &turn;
-            s.spawn(move || {
-                pin(1);
-                // Odd turns are this thread's.
-                for i in 0..TRIPS {
-                    while turn.load(Ordering::Acquire) != 2 * i + 1 {
-                        std::hint::spin_loop();
-                    }
-                    turn.store(2 * i + 2, Ordering::Release);
-                }
-            });
-            pin(0);
-            let t = Instant::now();
-            for i in 0..TRIPS {
-                turn.store(2 * i + 1, Ordering::Release);
-                while turn.load(Ordering::Acquire) != 2 * i + 2 {
-                    std::hint::spin_loop();
-                }
-            }
-            t.elapsed()
-        });
-        bouts.push(took.as_secs_f64() * 1e9 / TRIPS as f64);
-    }
-    // The main thread may run anywhere again.
-    // SAFETY: as in `pin`.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    median(bouts)
+/// `common::line_round_trip_ns`, as text ("?" where it cannot be measured).
+fn line_ns() -> String {
+    common::line_round_trip_ns().map_or("?".into(), |ns| format!("{ns:.0}"))
 }
 
 /// `drain_probe one-ideal ROUNDS`: see the module doc.
@@ -652,7 +604,7 @@ fn one_ideal(rounds: usize) {
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for round in 0..rounds {
-        let line_before = line_round_trip_ns();
+        let line_before = line_ns();
         for runners in [1, 2] {
             let took = common::workloads::one_submitter_no_pool(runners, N);
             ns[runners - 1].push(took.as_secs_f64() * 1e9 / N as f64);
@@ -662,9 +614,9 @@ fn one_ideal(rounds: usize) {
         }
         let row: Vec<String> = ns.iter().map(|v| format!("{:.1}", v[round])).collect();
         println!(
-            "round {round}: {} (line {line_before:.0}, {:.0} ns)",
+            "round {round}: {} (line {line_before}, {} ns)",
             row.join(", "),
-            line_round_trip_ns()
+            line_ns()
         );
     }
     let med: Vec<f64> = ns.iter().map(|v| median(v.clone())).collect();

@@ -259,3 +259,87 @@ pub fn group<'a>(
         .measurement_time(measure);
     g
 }
+
+/// The round trip of a cache line between CPU 0 and CPU 1, in ns: two threads pinned one to
+/// each take turns to bump one counter; median of 9 bouts of 20,000 round trips. On the
+/// 2-vCPU guest it tells where the host has put the two CPUs at that moment (about 197 or
+/// 590 ns, at times 80), which sets `1u-1Mt`'s speed (docs/bench.md, "What limits the
+/// misses"). `None` with fewer than two CPUs or where a thread cannot be pinned: two spinners
+/// sharing one CPU would take a time slice a trip. The calling thread may run on any CPU
+/// afterwards.
+#[cfg(target_os = "linux")]
+pub fn line_round_trip_ns() -> Option<f64> {
+    use std::sync::atomic::AtomicU64;
+    const TRIPS: u64 = 20_000;
+    fn pin(cpus: &[usize]) -> bool {
+        // SAFETY: the set is a local, zeroed and filled by the libc macros; the call reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &cpu in cpus {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    if cpus() < 2 {
+        return None;
+    }
+    let mut bouts = Vec::new();
+    for _ in 0..9 {
+        let turn = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+        let took = std::thread::scope(|s| {
+            let turn = &turn;
+            let other = s.spawn(move || {
+                if !pin(&[1]) {
+                    // Tell the first thread (spinning for turn 2) to give up.
+                    turn.store(u64::MAX, Ordering::Release);
+                    return;
+                }
+                // Odd turns are this thread's.
+                for i in 0..TRIPS {
+                    loop {
+                        match turn.load(Ordering::Acquire) {
+                            v if v == 2 * i + 1 => break,
+                            u64::MAX => return,
+                            _ => std::hint::spin_loop(),
+                        }
+                    }
+                    turn.store(2 * i + 2, Ordering::Release);
+                }
+            });
+            if !pin(&[0]) {
+                turn.store(u64::MAX, Ordering::Release);
+                let _ = other.join();
+                return None;
+            }
+            let start = Instant::now();
+            for i in 0..TRIPS {
+                // A CAS, not a store: it must not overwrite the other thread's give-up.
+                if turn
+                    .compare_exchange(2 * i, 2 * i + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    return None;
+                }
+                loop {
+                    match turn.load(Ordering::Acquire) {
+                        v if v == 2 * i + 2 => break,
+                        u64::MAX => return None,
+                        _ => std::hint::spin_loop(),
+                    }
+                }
+            }
+            Some(start.elapsed())
+        });
+        bouts.push(took?.as_secs_f64() * 1e9 / TRIPS as f64);
+    }
+    pin(&(0..libc::CPU_SETSIZE as usize).collect::<Vec<_>>());
+    bouts.sort_by(|a, b| a.total_cmp(b));
+    Some(bouts[bouts.len() / 2])
+}
+
+/// Not measured off Linux (see the Linux version).
+#[cfg(not(target_os = "linux"))]
+pub fn line_round_trip_ns() -> Option<f64> {
+    None
+}
