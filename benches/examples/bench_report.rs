@@ -252,7 +252,7 @@ fn cpu_median(cpu: &[(&str, f64)], pool: &str) -> f64 {
 
 fn one_submitter_rows() -> Vec<Row> {
     let n = ONE_SUBMITTER_TASKS as f64;
-    // Where the host has put CPUs 0 and 1, before and after the row: on the 2-vCPU guest it
+    // Where the host has put the first two CPUs, before and after the row: on the 2-vCPU guest it
     // sets the row's speed and its verdicts (docs/bench.md, "What limits the misses").
     let line_before = common::line_round_trip_ns();
     // Process CPU seconds a run, by pool, for the scaling line.
@@ -265,8 +265,8 @@ fn one_submitter_rows() -> Vec<Row> {
     let line_after = common::line_round_trip_ns();
     let ns = |line: Option<f64>| line.map_or("?".into(), |ns| format!("{ns:.0}"));
     find_mut(&mut rows, "flock").note = format!(
-        "a cache line's round trip between CPUs 0 and 1 before and after the pools' runs: {} \
-         and {} ns",
+        "a cache line's round trip between the first two CPUs the report may run on, \
+         before and after the pools' runs: {} and {} ns",
         ns(line_before),
         ns(line_after)
     );

@@ -36,9 +36,9 @@
 //! ran on last, and its voluntary and involuntary context switches. Three threads on two
 //! CPUs: the rate follows which thread shares a CPU with the submitter and how much of it
 //! that thread takes. Before and after each run, `line` is the time a cache line takes to go
-//! from CPU 0 to CPU 1 and back (two threads pinned there, median of 9 bouts of 20,000 round
-//! trips; no pool thread runs meanwhile): how far apart the host has put the guest's two
-//! CPUs then.
+//! from CPU 0 to CPU 1 and back (the first two CPUs the probe may run on; two threads pinned
+//! there, median of 9 bouts of 20,000 round trips, no pool thread running meanwhile): how far
+//! apart the host has put the guest's two CPUs then (`common::line_round_trip_ns`).
 //!
 //! `drain_probe one-ideal ROUNDS`: 1u-1Mt's body with no pool, against the pools. The outside
 //! thread clones the shared `Arc` per task and publishes it in its own slot; 1, then 2 plain

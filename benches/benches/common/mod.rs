@@ -260,37 +260,49 @@ pub fn group<'a>(
     g
 }
 
-/// The round trip of a cache line between CPU 0 and CPU 1, in ns: two threads pinned one to
-/// each take turns to bump one counter; median of 9 bouts of 20,000 round trips. On the
-/// 2-vCPU guest it tells where the host has put the two CPUs at that moment (about 197 or
-/// 590 ns, at times 80), which sets `1u-1Mt`'s speed (docs/bench.md, "What limits the
-/// misses"). `None` with fewer than two CPUs or where a thread cannot be pinned: two spinners
-/// sharing one CPU would take a time slice a trip. The calling thread may run on any CPU
-/// afterwards.
+/// The round trip of a cache line between the first two CPUs the calling thread may run on
+/// (CPUs 0 and 1 on the 2-vCPU guest), in ns: two threads pinned one to each take turns to
+/// bump one counter; median of 9 bouts of 20,000 round trips. On that guest it tells where the
+/// host has put the two CPUs at that moment (about 197 or 590 ns, at times 80), which sets
+/// `1u-1Mt`'s speed (docs/bench.md, "What limits the misses"). `None` where the thread may run
+/// on fewer than two CPUs or cannot be pinned: two spinners sharing one CPU would take a time
+/// slice a trip. The calling thread's affinity is put back as it was (under `taskset`, as
+/// `scripts/scaling.sh` runs the report, it stays within the set).
 #[cfg(target_os = "linux")]
 pub fn line_round_trip_ns() -> Option<f64> {
     use std::sync::atomic::AtomicU64;
     const TRIPS: u64 = 20_000;
-    fn pin(cpus: &[usize]) -> bool {
-        // SAFETY: the set is a local, zeroed and filled by the libc macros; the call reads it.
+    const SET: usize = std::mem::size_of::<libc::cpu_set_t>();
+    fn pin(cpu: usize) -> bool {
+        // SAFETY: the set is a local, zeroed and filled by the libc macro; the call reads
+        // `SET` bytes of it.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &cpu in cpus {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, SET, &set) == 0
         }
     }
-    if cpus() < 2 {
+    // SAFETY: the set is a local, zeroed; the call writes at most `SET` bytes of it.
+    let original = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, SET, &mut set) != 0 {
+            return None;
+        }
+        set
+    };
+    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: the macro reads one bit of the set, `cpu` below its size.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &original) })
+        .collect();
+    let [a, b, ..] = allowed[..] else {
         return None;
-    }
-    let mut bouts = Vec::new();
-    for _ in 0..9 {
+    };
+    let bout = || -> Option<f64> {
         let turn = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
         let took = std::thread::scope(|s| {
             let turn = &turn;
             let other = s.spawn(move || {
-                if !pin(&[1]) {
+                if !pin(b) {
                     // Tell the first thread (spinning for turn 2) to give up.
                     turn.store(u64::MAX, Ordering::Release);
                     return;
@@ -307,7 +319,7 @@ pub fn line_round_trip_ns() -> Option<f64> {
                     turn.store(2 * i + 2, Ordering::Release);
                 }
             });
-            if !pin(&[0]) {
+            if !pin(a) {
                 turn.store(u64::MAX, Ordering::Release);
                 let _ = other.join();
                 return None;
@@ -330,11 +342,14 @@ pub fn line_round_trip_ns() -> Option<f64> {
                 }
             }
             Some(start.elapsed())
-        });
-        bouts.push(took?.as_secs_f64() * 1e9 / TRIPS as f64);
-    }
-    pin(&(0..libc::CPU_SETSIZE as usize).collect::<Vec<_>>());
-    bouts.sort_by(|a, b| a.total_cmp(b));
+        })?;
+        Some(took.as_secs_f64() * 1e9 / TRIPS as f64)
+    };
+    let bouts: Option<Vec<f64>> = (0..9).map(|_| bout()).collect();
+    // SAFETY: the set the thread had, as `sched_getaffinity` filled it above.
+    unsafe { libc::sched_setaffinity(0, SET, &original) };
+    let mut bouts = bouts?;
+    bouts.sort_by(|x, y| x.total_cmp(y));
     Some(bouts[bouts.len() / 2])
 }
 
