@@ -27,7 +27,7 @@
 //!
 //! `drain_probe one W` / `one-local W`: 1u-1Mt's loop on an unbounded pool of `W` workers,
 //! with the workload's body (a hit on a counter shared through an `Arc`) or a thread-local
-//! one, and each thread's CPU time.
+//! one, and each thread's CPU time; with the CPU 0–1 line round trip before and after (`one-modes`).
 //!
 //! `drain_probe one-modes POOLS`: 1u-1Mt's loop on `POOLS` pools built one after the other as
 //! `bench_report`'s `flock` row builds its pool (the defaults, as many workers as the bench),
@@ -275,6 +275,7 @@ fn one(workers: usize, shared_body: bool) {
     use std::sync::Arc;
     let n = 1_000_000;
     let pool = unbounded(workers);
+    let line_before = line_ns();
     let before = common::thread_usage(true);
     let stats0 = pool.stats();
     let per_task: Vec<f64> = (0..9)
@@ -304,10 +305,11 @@ fn one(workers: usize, shared_body: bool) {
     let after = common::thread_usage(true);
     let stats1 = pool.stats();
     println!(
-        "one submitter, {workers} worker(s): {:.1} ns a task (median of 9; min {:.1}, max {:.1})",
+        "one submitter, {workers} worker(s): {:.1} ns a task (median of 9; min {:.1}, max {:.1}) | line {line_before}, {} ns",
         median(per_task.clone()),
         per_task.iter().copied().fold(f64::MAX, f64::min),
         per_task.iter().copied().fold(0.0, f64::max),
+        line_ns(),
     );
     for (tid, ns, switches) in usage_between(&before, &after) {
         println!(
