@@ -1700,6 +1700,41 @@ fn build(round: &Arc<Round>) -> Pool {
     b.build().expect("a valid configuration")
 }
 
+/// A hang's evidence: every thread's stack, by `gdb` attached to this process (where it is
+/// installed and may attach), printed before the report. Best effort: without `gdb` it says
+/// so and the report follows as before.
+fn dump_stacks() {
+    let out = std::process::Command::new("timeout")
+        .args([
+            "120",
+            "gdb",
+            "-p",
+            &std::process::id().to_string(),
+            "-batch",
+            "-nx",
+        ])
+        .args(["-ex", "set pagination off", "-ex", "thread apply all bt"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            eprintln!(
+                "torture: the hung process's threads (gdb):\n{}",
+                String::from_utf8_lossy(&o.stdout)
+            );
+        }
+        Ok(o) => eprintln!(
+            "torture: gdb gave no stacks ({}): {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ),
+        Err(e) => eprintln!("torture: no stacks of the hung threads (gdb: {e})"),
+    }
+}
+
 fn run_round(round: Arc<Round>) {
     let pool = Arc::new(build(&round));
     *round.pool.lock().unwrap() = Arc::downgrade(&pool);
@@ -2107,13 +2142,16 @@ fn torture() {
         match rx.recv_timeout(ROUND_DEADLINE) {
             Ok(None) => {}
             Ok(Some(p)) => panic!("{}", report(&round, &format!("the round panicked: {p}"))),
-            Err(_) => panic!(
-                "{}",
-                report(
-                    &round,
-                    &format!("a waiter did not return within {ROUND_DEADLINE:?} (hang)")
+            Err(_) => {
+                dump_stacks();
+                panic!(
+                    "{}",
+                    report(
+                        &round,
+                        &format!("a waiter did not return within {ROUND_DEADLINE:?} (hang)")
+                    )
                 )
-            ),
+            }
         }
         if !round.failures.lock().unwrap().is_empty() {
             panic!("{}", report(&round, "checks failed"));
