@@ -16,8 +16,9 @@
 # the announcement of the jobs a retiring worker puts back above its claimed one
 # (reclaim), a retiring worker telling `wait()`ers it ran out of work (idle), a retiring
 # worker that ends a shutdown's last task waking the others (exit), a task deque's slot
-# publishing its job with a Release store (slot), and a task taken as the pool paused given
-# back to the front of its lane's shared queue (front).
+# publishing its job with a Release store (slot), a task taken as the pool paused given
+# back to the front of its lane's shared queue (front), and a retiring worker handing its
+# stop hook's tasks over only while no shutdown has begun (hook).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -99,6 +100,7 @@ longest=(
     loom_batch_wakes_enough_workers                                # 97 s
     loom_scope_units_kept_by_workers_are_given_back                # 96 s
     loom_a_stop_hook_task_stolen_by_a_retiring_worker              # 81 s
+    loom_a_retiring_workers_stop_hook_task_races_a_shutdown        # 75 s
     loom_two_workers_one_submitter                                 # 68 s
     loom_push_locally_then_block                                   # 63 s
     loom_batch_iterator_blocks_on_a_task_it_yielded                # 59 s
@@ -172,6 +174,9 @@ canary idle loom_shrink_racing_a_submit
 # A retiring worker that ends a graceful shutdown's last task and wakes nobody: the worker
 # that stays, parked after it saw that task outstanding, and the shutdown wait forever.
 canary exit loom_retiring_worker_ends_the_last_task_of_a_shutdown
+# A retiring worker that hands its stop hook's task over after a shutdown began: the other
+# worker may have left, and nobody runs it.
+canary hook loom_a_retiring_workers_stop_hook_task_races_a_shutdown
 # A slot whose job is published Relaxed: loom's cell reports the thief's read as a race.
 canary slot loom_a_deque_slot_between_its_owner_and_a_thief
 # A task the lane reserve took as the pool paused, given back behind the later one: a thread

@@ -389,11 +389,13 @@ impl PoolBuilder {
     /// Called on each worker thread, with its index, after its last task. A panic in the hook
     /// is caught and printed. From the hook of a worker that retires (after a shrinking
     /// [`Pool::resize`]), `resize` returns [`ResizeError::WouldDeadlock`]: it would wait for
-    /// that worker to leave. Tasks the hook submits (into this pool, from its worker: onto
-    /// that worker's own queue, also during a shutdown) run on that worker before its thread
-    /// exits, with what they submit in turn; none is left behind. A `resize` that grows the
+    /// that worker to leave. Tasks the hook submits (into this pool, from its worker) are
+    /// never left behind: from a worker that a shrink retires they go to the workers that
+    /// stay, as its other queued tasks did; during a shutdown they run on that worker
+    /// before its thread exits, with what they submit in turn. A `resize` that grows the
     /// pool back over a retiring worker's slot waits until that worker has left, hook
-    /// included: a hook that waits for the growing thread (for its `resume`, say) hangs both.
+    /// included (not the tasks it submitted): a hook that waits for the growing thread (for
+    /// its `resume`, say) hangs both.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};

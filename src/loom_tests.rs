@@ -374,6 +374,35 @@ fn loom_a_stop_hook_task_stolen_by_a_retiring_worker() {
     });
 }
 
+/// Worker 1's `on_worker_stop` hook submits a task as a shrink retires it and a shutdown
+/// races the retire. Seeing no shutdown (read under `slots`), worker 1 hands the task over to
+/// worker 0, which must not leave before running it (it counts the task outstanding); seeing
+/// one, worker 1 runs it itself, since worker 0 may have left already (under the `hook`
+/// canary it hands the task to nobody: the count fails, or the shutdown never ends); and a
+/// worker 1 that saw the shutdown before the shrink exits with the others, running it.
+#[test]
+fn loom_a_retiring_workers_stop_hook_task_races_a_shutdown() {
+    model(
+        "loom_a_retiring_workers_stop_hook_task_races_a_shutdown",
+        || {
+            let ran = counter();
+            let r = ran.clone();
+            let pool = builder(2)
+                .on_worker_stop(move |index| {
+                    if index == 1 {
+                        let r = r.clone();
+                        crate::submit(move || bump(r)).unwrap();
+                    }
+                })
+                .build()
+                .expect("pool");
+            pool.resize(1).unwrap();
+            pool.shutdown().unwrap();
+            assert_eq!(ran.load(Ordering::SeqCst), 1);
+        },
+    );
+}
+
 /// A batch of two tasks that can only finish together, two workers asleep: the batch's
 /// wake-up call must get both workers going (or loom reports the deadlock).
 #[test]

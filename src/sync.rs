@@ -296,6 +296,9 @@ pub(crate) enum Canary {
     /// `front`: a job taken as the pool paused and given back unrun goes to the front of its
     /// lane's shared queue (removed: to the back of the lane's injector).
     Front,
+    /// `hook`: a retiring worker hands its stop hook's tasks over only while no shutdown has
+    /// begun (removed: also after, when the others may have left).
+    Hook,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -325,10 +328,11 @@ pub(crate) fn canary(which: Canary) -> bool {
             "exit" => Canary::Exit,
             "slot" => Canary::Slot,
             "front" => Canary::Front,
+            "hook" => Canary::Hook,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
                  (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim, \
-                 idle, exit, slot, front)"
+                 idle, exit, slot, front, hook)"
             ),
         })
     });

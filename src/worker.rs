@@ -290,7 +290,7 @@ fn serve(worker: &WorkerThread, index: usize) -> bool {
     retired |= Crew::retiring(reg.crew.control(), index);
     if let Some(hook) = &reg.cfg.on_worker_stop {
         call_guarded("on_worker_stop hook", Some(index), || hook(index));
-        worker.run_what_the_stop_hook_left();
+        worker.run_what_the_stop_hook_left(retired);
     }
     debug_assert!(
         canary(Canary::Credit) || worker.credit().is_empty(),
@@ -322,8 +322,9 @@ fn serve(worker: &WorkerThread, index: usize) -> bool {
 /// thread or the lane reserve, is outstanding until it ends, as one on a worker), no worker
 /// can start (`resize` checks the flag under `slots`, which `begin_shutdown` holds while it
 /// raises it), and what an `on_worker_stop` hook submits goes onto its own worker's deques,
-/// which that worker runs before it leaves (`run_what_the_stop_hook_left`). A retiring
-/// worker handed its deques over before leaving, and what it handed over was outstanding.
+/// which that worker runs before it leaves once the flag is up (`run_what_the_stop_hook_left`).
+/// A retiring worker handed its deques over before leaving (its hook's tasks too, when it
+/// saw the flag down), and what it handed over was outstanding.
 /// So what is left are jobs that count as finished already: the shells.
 ///
 /// The registry cannot be freed under the sweep: `registry` is this worker's own `Arc`.
@@ -513,9 +514,22 @@ impl WorkerThread {
     }
 
     /// After the `on_worker_stop` hook: what it submitted went onto our deques (a submit from
-    /// a worker is local, never refused), where it would have stayed when our thread exits
-    /// (the other workers of a shutdown may have left already). So we run it here, with what
-    /// it submits in turn, before we leave; a thief of a worker still running may take some.
+    /// a worker is local, never refused), where it would have stayed when our thread exits.
+    ///
+    /// A worker that `retired` hands it over to the workers that stay, as it did its other
+    /// queued work (`retire`), unless a shutdown has begun: a task run here, after our slot
+    /// was marked retiring, held a `resize` that grows the pool back over our slot, which
+    /// waits for us to leave; one that blocked until a pause ended held the thread that
+    /// would resume (tests/resize.rs, found by the torture test). The flag is read under
+    /// `slots` (`Crew::shut_down_under_slots`): seen down, every worker that later sees it
+    /// raised also sees our entries for those tasks, so none exits before they have run.
+    /// A job from outside that the hook claimed with another (`yield_now`, `took_two`) goes
+    /// to the front of its lane's shared queue, as a kept one does, ahead of its
+    /// submitter's later jobs ("FIFO within a lane").
+    ///
+    /// Otherwise (a shutdown: the other workers may have left already) we run it here,
+    /// with what it submits in turn, before we leave; a thief of a worker still running may
+    /// take some.
     /// A job from outside that the hook or those tasks took (waiting, or in `yield_now`) just
     /// as the pool got paused is kept for the resume (`keep_for_resume`), which we do not
     /// wait for: it goes to the front of its lane's shared queue (`put_back_kept`), as
@@ -524,7 +538,19 @@ impl WorkerThread {
     /// tests/stop_hook_keep.rs). Then, as a retiring
     /// worker, we tell `wait()`ers and, if we ended the last task of a shutdown, wake the
     /// workers that parked while it was outstanding.
-    fn run_what_the_stop_hook_left(&self) {
+    fn run_what_the_stop_hook_left(&self, retired: bool) {
+        let reg = &*self.registry;
+        // The `hook` canary hands them over during a shutdown too, to prove that
+        // `loom_a_retiring_workers_stop_hook_task_races_a_shutdown` needs the check.
+        if retired
+            && (canary(Canary::Hook) || !reg.crew.shut_down_under_slots(|| reg.is_shutdown()))
+        {
+            if let Some(job) = self.take_claimed() {
+                reg.put_back_paused(0, vec![job]);
+            }
+            self.retire();
+            return;
+        }
         let mut ran = false;
         loop {
             if let Some(job) = self.pop_own_ref() {
@@ -542,7 +568,6 @@ impl WorkerThread {
         let handed = self.put_back_kept();
         if ran || handed {
             self.go_idle();
-            let reg = &*self.registry;
             // After `go_idle`'s SeqCst fence, as for a retiring worker (`main_loop`'s caller).
             if reg.may_exit() {
                 reg.sleep.wake_all();

@@ -813,3 +813,59 @@ fn a_broadcast_call_that_blocks_past_a_shrink_does_not_hold_a_grow() {
         },
     );
 }
+
+/// A task that a retiring worker's `on_worker_stop` hook submits goes to the workers that
+/// stay, as that worker's other queued tasks do, so a `resize` that grows the pool back
+/// waits for the hook only, not for the task. Here the task blocks until the test has
+/// paused, grown and resumed the pool: run by the retiring worker after its hook (its slot
+/// marked retiring), the grow would wait for it, and it for the resume: a hang (the torture
+/// test's, a stop-hook task waiting in a scope while a driver grew the paused pool).
+/// Worker 0 is held in a broadcast call until the grow is done, so the task waits in a
+/// queue meanwhile; it runs after the resume.
+#[test]
+fn a_stop_hook_task_that_blocks_past_a_shrink_does_not_hold_a_grow() {
+    const ROUNDS: usize = if cfg!(miri) { 2 } else { 20 };
+    watchdog(
+        120,
+        "a stop hook's task blocking past its worker's retire",
+        || {
+            for _ in 0..ROUNDS {
+                let (resumed, hook_ran) = (Gate::new(), Gate::new());
+                let ran = counter();
+                let pool = {
+                    let (resumed, hook_ran, ran) = (resumed.clone(), hook_ran.clone(), ran.clone());
+                    Arc::new(
+                        Pool::builder()
+                            .workers(2)
+                            .max_workers(2)
+                            .on_worker_stop(move |i| {
+                                if i == 1 {
+                                    let (resumed, ran) = (resumed.clone(), ran.clone());
+                                    // From the hook, on its worker: into this pool.
+                                    flock::submit(move || {
+                                        resumed.wait();
+                                        ran.fetch_add(1, SeqCst);
+                                    })
+                                    .unwrap();
+                                    hook_ran.open();
+                                }
+                            })
+                            .build()
+                            .unwrap(),
+                    )
+                };
+                let (hold, holder) = hold_worker_0(&pool);
+                pool.resize(1).unwrap();
+                hook_ran.wait();
+                pool.pause();
+                pool.resize(2).unwrap();
+                pool.resume();
+                resumed.open();
+                hold.open();
+                holder.join().unwrap();
+                pool.wait().unwrap();
+                assert_eq!(ran.load(SeqCst), 1, "the stop hook's task ran once");
+            }
+        },
+    );
+}

@@ -1,15 +1,16 @@
-//! A task that an `on_worker_stop` hook submits runs on the retiring worker after it handed
-//! its work over (`run_what_the_stop_hook_left`). If, while it waits or yields there, the
-//! worker takes a task from outside just as the pool gets paused, the worker keeps that task
-//! for the resume (`keep_for_resume`). The worker then left with the task in its keep: the
-//! task was dropped unrun and uncounted, so `Stats` showed it in flight and queued for ever
-//! and `Pool::wait` never returned (the torture test's hang: in_flight 1, queued 1, the one
-//! worker left parked). The retiring worker must hand a kept task over as it hands over the
-//! rest of its work.
+//! A worker's `on_worker_stop` hook runs after the worker handed its work over. If, while
+//! the hook (or, during a shutdown, a task it submitted, run on that worker before it
+//! leaves: `run_what_the_stop_hook_left`) waits or yields, the worker takes a task from
+//! outside just as the pool gets paused, the worker keeps that task for the resume
+//! (`keep_for_resume`). The worker then left with the task in its keep: the task was dropped
+//! unrun and uncounted, so `Stats` showed it in flight and queued for ever and `Pool::wait`
+//! never returned (the torture test's hang: in_flight 1, queued 1, the one worker left
+//! parked). The leaving worker must hand a kept task over as it hands over the rest of its
+//! work.
 //!
 //! The keep needs the pause to land between the take and the worker's re-read of the
-//! pause, so each round gives it one chance: the stop-hook task yields until it sees the
-//! pool paused, while the test submits one task and pauses at once. Worker 0 is held in a
+//! pause, so each round gives it one chance: the stop hook yields until it sees the pool
+//! paused, while the test submits one task and pauses at once. Worker 0 is held in a
 //! broadcast call throughout, so only the retiring worker takes the task.
 
 use flock::Pool;
@@ -37,19 +38,14 @@ fn a_task_kept_from_a_pause_by_a_retiring_worker_is_not_lost() {
                     return;
                 };
                 let (t_started, t_done) = hook_tx.lock().unwrap().clone();
-                let p = Arc::downgrade(&pool);
-                // T: runs in the stop-hook drain of worker 1, yielding until it sees the
-                // pool paused (the outside task taken by its last yield may be kept).
-                pool.submit(move || {
-                    let pool = p.upgrade().unwrap();
-                    t_started.send(()).unwrap();
-                    let deadline = Instant::now() + Duration::from_secs(10);
-                    while !pool.is_paused() && Instant::now() < deadline {
-                        flock::yield_now();
-                    }
-                    t_done.send(()).unwrap();
-                })
-                .unwrap();
+                // Worker 1's hook yields until it sees the pool paused (the outside task taken
+                // by its last yield may be kept).
+                t_started.send(()).unwrap();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while !pool.is_paused() && Instant::now() < deadline {
+                    flock::yield_now();
+                }
+                t_done.send(()).unwrap();
             })
             .build()
             .unwrap(),
@@ -69,14 +65,14 @@ fn a_task_kept_from_a_pause_by_a_retiring_worker_is_not_lost() {
     busy.recv_timeout(Duration::from_secs(20)).unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     // Each round is one chance for the keep; a task not taken before the pause stays queued
-    // and a later round's T runs it. Only a task lost with its worker never runs.
+    // and a later round's hook takes it. Only a task lost with its worker never runs.
     let rounds = if cfg!(miri) { 5 } else { 1000 };
     let budget = Instant::now() + Duration::from_secs(15);
     let mut submitted = 0;
     while submitted < rounds && Instant::now() < budget {
         pool.resize(2).unwrap();
         armed.store(true, SeqCst);
-        pool.resize(1).unwrap(); // worker 1 retires: its stop hook submits T
+        pool.resize(1).unwrap(); // worker 1 retires: its stop hook yields
         t_started_rx.recv_timeout(Duration::from_secs(20)).unwrap();
         let r = ran.clone();
         pool.submit(move || {

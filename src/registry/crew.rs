@@ -296,6 +296,16 @@ impl Crew {
         }
     }
 
+    /// Whether `is_shutdown` holds, read under `slots`, where `close` raises the flag. When
+    /// it does not, the caller's writes before this call happen before the flag's raise (the
+    /// close takes the lock after us), so a worker that sees the flag sees them: a retiring
+    /// worker's entries for the tasks its stop hook submitted, before it hands them over
+    /// (`WorkerThread::run_what_the_stop_hook_left`).
+    pub(crate) fn shut_down_under_slots(&self, is_shutdown: impl FnOnce() -> bool) -> bool {
+        let _slots = self.slots.lock();
+        is_shutdown()
+    }
+
     /// A worker thread leaves: its deques go back to its slot. `check` runs under `slots`,
     /// before the slot is free to start again. Returns whether it was the last worker to
     /// leave (`live` fell to 0 here).
