@@ -2209,12 +2209,15 @@ fn async_admission_to_an_unknown_lane_is_counted_refused() {
 }
 
 /// Found by the torture test (a round with worker hooks, lanes, batches and resizes): a
-/// task that an `on_worker_stop` hook submits runs in `run_what_the_stop_hook_left`, which
-/// pops the worker's own deques and runs what it finds with `execute`. If that task took up
-/// a batch's bundle from a shared queue (here through `yield_now`; in the torture round, a
-/// `join` waiting there), the bundle's entry went onto that same deque, and the drain runs
-/// the entry itself: `debug_assert` "bundles are taken up, never run" fails on the worker
-/// (its thread dies), and the batch's other tasks never run, so `wait` never returns.
+/// task that an `on_worker_stop` hook submitted ran in `run_what_the_stop_hook_left`, which
+/// popped the worker's own deques and ran what it found with `execute`. If that task took
+/// up a batch's bundle from a shared queue (here through `yield_now`; in the torture round,
+/// a `join` waiting there), the bundle's entry went onto that same deque, and the drain ran
+/// the entry itself: `debug_assert` "bundles are taken up, never run" failed on the worker
+/// (its thread died), and the batch's other tasks never ran, so `wait` never returned. A
+/// retiring worker now hands its hook's tasks over instead of running them (outside a
+/// shutdown), so here the hook itself yields and takes the bundle up before the worker
+/// leaves: its entry must stay where the worker that stays takes the rest.
 #[test]
 fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
     use std::sync::OnceLock;
@@ -2238,17 +2241,13 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
                 let Some(pool) = h.get().and_then(Weak::upgrade) else {
                     return;
                 };
-                let (t_started, go_rx) = (t_started.clone(), go_rx.clone());
-                let yielded_tx = yielded_tx.clone();
-                // T: runs in the stop-hook drain of worker 1.
-                pool.submit(move || {
-                    t_started.send(()).unwrap();
-                    go_rx.lock().unwrap().recv().unwrap();
-                    // Takes up the bundle in the shared queue (worker 0 is still held).
-                    let took = flock::yield_now();
-                    yielded_tx.lock().unwrap().send(took).unwrap();
-                })
-                .unwrap();
+                drop(pool);
+                // T: worker 1's hook, as it retires.
+                t_started.send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+                // Takes up the bundle in the shared queue (worker 0 is still held).
+                let took = flock::yield_now();
+                yielded_tx.lock().unwrap().send(took).unwrap();
             })
             .build()
             .unwrap(),
@@ -2270,7 +2269,7 @@ fn a_stop_hook_task_that_takes_up_a_bundle_leaves_no_entry_to_run() {
     });
     busy.recv_timeout(Duration::from_secs(20)).unwrap();
     armed.store(true, SeqCst);
-    pool.resize(1).unwrap(); // worker 1 retires: its stop hook submits T
+    pool.resize(1).unwrap(); // worker 1 retires: its stop hook is T
     t_started_rx.recv_timeout(Duration::from_secs(20)).unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     let batch: Vec<_> = (0..16)
