@@ -818,8 +818,9 @@ fn a_broadcast_call_that_blocks_past_a_shrink_does_not_hold_a_grow() {
 /// stay, as that worker's other queued tasks do, so a `resize` that grows the pool back
 /// waits for the hook only, not for the task. Here the task blocks until the test has
 /// paused, grown and resumed the pool: run by the retiring worker after its hook (its slot
-/// marked retiring), the grow would wait for it, and it for the resume: a hang (the torture
-/// test's, a stop-hook task waiting in a scope while a driver grew the paused pool).
+/// marked retiring), the grow would wait for it, and it for the resume: a hang. A 1,200 s
+/// torture run hung so, as far as its log shows: a driver's pause never ended, a stop-hook
+/// task waited in a scope, and the ops a pauser makes include a resize.
 /// Worker 0 is held in a broadcast call until the grow is done, so the task waits in a
 /// queue meanwhile; it runs after the resume.
 #[test]
