@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions (Ir) and locked instructions (Ge, callgrind's "global bus events") per join,
-# per spawned scope task and per outside submit, flock against rayon (and a crossbeam-channel
-# pool for submits), one worker each, measured at two sizes so start-up cancels out.
+# per spawned scope task, per task submitted by a task and per outside submit, flock against
+# rayon (and a crossbeam-channel pool for submits), one worker each, measured at two sizes so
+# start-up cancels out.
 # Instruction counts hold on a noisy machine where time does not. Prints a markdown table
 # (docs/bench.md, "Instructions per operation"). Needs valgrind.
 set -euo pipefail
@@ -43,6 +44,9 @@ done
 s1=$(( (1 << 13) - 2 )); s2=$(( (1 << 14) - 2 ))
 for pool in flock rayon; do
     echo "| spawned scope task (tree depth 13 - 12: $((s2 - s1)) tasks) | $pool | $(per spawn $pool 12 13 "$s1" "$s2") |"
+done
+for pool in flock rayon; do
+    echo "| task submitted by a task (chain, 200k - 100k tasks) | $pool | $(per chain $pool 100000 200000 100000 200000) |"
 done
 for pool in flock flock-latency rayon channel; do
     echo "| outside submit, both sides (200k - 100k tasks) | $pool | $(per submit $pool 100000 200000 100000 200000) |"

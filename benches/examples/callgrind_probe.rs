@@ -12,6 +12,7 @@
 //! callgrind_probe spawn flock|rayon   D   # a binary tree of scope spawns: 2^(D+1) - 2 tasks
 //! callgrind_probe submit flock|flock-latency|rayon|channel N   # N empty tasks from an outside thread, then wait
 //! callgrind_probe batch flock N   # the same N tasks through one `submit_batch`, then wait
+//! callgrind_probe chain flock|rayon N   # N tasks, each submitted by the one before it on the worker
 //! callgrind_probe chunks|reduce|sort flock|rayon N   # bench_report's data-parallel bodies over N u64
 //! ```
 //!
@@ -120,6 +121,59 @@ fn batch_flock(pool: Arc<flock::Pool>, n: usize) -> u64 {
     });
     assert_eq!(pool.submit_batch(tasks).ok(), Some(n), "accepted");
     pool.wait().expect("quiet");
+    hits.load(Ordering::Relaxed)
+}
+
+/// A chain of `n` tasks, each submitted by the one before it: on flock's worker each goes
+/// through the worker's own task deque as a five-word job (a push and a pop), the path of a
+/// task's `submit`, as against a join's or a scope's two-word entry. The closure is two
+/// words (an `Arc` and the count left), so a job with a payload of two words or more holds
+/// it inline.
+fn chain_flock(pool: Arc<flock::Pool>, n: usize) -> u64 {
+    struct Chain {
+        pool: Arc<flock::Pool>,
+        hits: AtomicU64,
+    }
+    fn link(chain: Arc<Chain>, left: usize) {
+        chain.hits.fetch_add(1, Ordering::Relaxed);
+        if left > 1 {
+            let c = chain.clone();
+            chain
+                .pool
+                .submit(move || link(c, left - 1))
+                .expect("accepted");
+        }
+    }
+    let chain = Arc::new(Chain {
+        pool: pool.clone(),
+        hits: AtomicU64::new(0),
+    });
+    if n > 0 {
+        let c = chain.clone();
+        pool.submit(move || link(c, n)).expect("accepted");
+    }
+    pool.wait().expect("quiet");
+    chain.hits.load(Ordering::Relaxed)
+}
+
+/// `chain_flock` on rayon: each task `rayon::spawn`s the next onto its worker's deque.
+fn chain_rayon(n: usize) -> u64 {
+    fn link(left: usize, hits: Arc<AtomicU64>, done: std::sync::mpsc::Sender<()>) {
+        hits.fetch_add(1, Ordering::Relaxed);
+        if left > 1 {
+            rayon::spawn(move || link(left - 1, hits, done));
+        } else {
+            done.send(()).expect("main waits");
+        }
+    }
+    let pool = rayon_pool();
+    let hits = Arc::new(AtomicU64::new(0));
+    if n > 0 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = hits.clone();
+        pool.spawn(move || link(n, h, tx));
+        rx.recv().expect("all ran");
+    }
     hits.load(Ordering::Relaxed)
 }
 
@@ -236,6 +290,8 @@ fn main() {
         ("submit", "flock-latency") => submit_flock(flock_latency_pool(), size as usize),
         ("submit", "rayon") => submit_rayon(size as usize),
         ("batch", "flock") => batch_flock(flock_pool(), size as usize),
+        ("chain", "flock") => chain_flock(flock_pool(), size as usize),
+        ("chain", "rayon") => chain_rayon(size as usize),
         ("submit", "channel") => submit_channel(size as usize),
         _ => panic!("unknown op/pool {op} {pool}"),
     };

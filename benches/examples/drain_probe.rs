@@ -838,7 +838,8 @@ fn bystander(us: u64) {
     }
 }
 
-/// Steals a run of the workloads built on `join` and `scope`, on one pool of `workers`.
+/// Steals a run of the workloads built on `join` and `scope`, on one pool of `workers`, and
+/// the share of the jobs pushed onto a worker's own deque that another worker stole.
 fn steals(runs: usize, workers: usize) {
     use common::workloads::{
         qsort_input, spawn_tree_flock_scope, time_fib_flock, time_qsort_flock, FIB_N, QSORT_LEN,
@@ -855,13 +856,19 @@ fn steals(runs: usize, workers: usize) {
         ("spawn-tree", &|| spawn_tree_flock_scope(&pool, TREE_LEAVES)),
     ];
     for (name, run) in workloads {
-        let before = pool.stats().stolen;
+        let before = pool.stats();
         let mut times: Vec<f64> = (0..runs).map(|_| run().as_secs_f64() * 1e3).collect();
-        let stolen = pool.stats().stolen - before;
+        let after = pool.stats();
+        let (stolen, pushed) = (
+            after.stolen - before.stolen,
+            after.local_pushes - before.local_pushes,
+        );
         times.sort_by(|a, b| a.total_cmp(b));
         println!(
-            "{name}, {workers} workers: {:.1} steals a run ({stolen} in {runs}), median run {:.2} ms",
+            "{name}, {workers} workers: {:.1} steals a run ({stolen} in {runs}) of {:.0} local pushes a run ({:.4}% stolen), median run {:.2} ms",
             stolen as f64 / runs as f64,
+            pushed as f64 / runs as f64,
+            stolen as f64 * 100.0 / pushed.max(1) as f64,
             times[times.len() / 2]
         );
     }
