@@ -29,7 +29,17 @@ work=$target/c-tests
 rm -rf "$work"
 mkdir -p "$work"
 
-step() { echo; echo "== $*"; }
+# Each step ends with the seconds it took, so that a CI log shows where this script's time
+# goes.
+step_start=
+step() {
+    local now
+    now=$(date +%s)
+    [ -z "$step_start" ] || echo "   ($((now - step_start)) s)"
+    step_start=$now
+    echo
+    echo "== $*"
+}
 
 step "tools"
 missing=()
