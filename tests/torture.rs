@@ -9,7 +9,9 @@
 //! wait, timed and async waits, cancel, racing each other), `JoinHandle::cancel` and `cancel_on_drop`, purge,
 //! pause/resume, resize (some from a thread that may not start threads, or may not let them pin or issue a membarrier), broadcast, async admission (`submit_async` / `spawn_async`, and
 //! handles awaited, polled with a hand-written waker that sometimes panics), waits and the
-//! shutdown variants. Tasks do more of the same inside them: joins, scopes with
+//! shutdown variants, data-parallel calls (`for_each`, `par_for_each_mut`, `par_chunks_mut`,
+//! `map_reduce`, the sorts, `install`; in tasks the free functions too), whose results must
+//! be the sequential ones. Tasks do more of the same inside them: joins, scopes with
 //! `Scope::spawn_fifo` beside `Pool::spawn_fifo`, groups, a handle joined, a pause around a
 //! scope, waits that must answer `WouldDeadlock`, and, on a `.fifo()` one-worker pool, a
 //! scope whose spawns must start oldest first. In one round in five a driver shuts the pool
@@ -46,7 +48,7 @@
 //!   broadcast, async, waker (panicking wakers), wait, shutdown, nested (operations inside
 //!   tasks), badname (a `thread_name` that panics for the last slot), order (FIFO order of a
 //!   `.fifo()` one-worker pool's scope), unknownlane (submits naming a lane the pool lacks),
-//!   hooks (`on_worker_start` / `on_worker_stop`).
+//!   hooks (`on_worker_start` / `on_worker_stop`), par (data-parallel calls).
 
 mod common;
 
@@ -128,6 +130,7 @@ enum Kind {
     Order,
     UnknownLane,
     Hooks,
+    Par,
 }
 
 const KINDS: &[(Kind, &str, u64)] = &[
@@ -152,6 +155,7 @@ const KINDS: &[(Kind, &str, u64)] = &[
     (Kind::Order, "order", 0),
     (Kind::UnknownLane, "unknownlane", 0),
     (Kind::Hooks, "hooks", 0),
+    (Kind::Par, "par", 4),
 ];
 
 #[derive(Clone, Debug)]
@@ -795,7 +799,7 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
     let Some(pool) = round.pool() else { return };
     let on_worker = flock::current_worker_index().is_some();
     let id = me.rec.id;
-    match rng.below(11) {
+    match rng.below(12) {
         0 if round.ops.has(Kind::Join) => {
             let (a, b) = (
                 round.task(TaskKind::MustRun, depth, rng),
@@ -990,8 +994,193 @@ fn nested(round: &Arc<Round>, me: &Token, depth: u32, rng: &mut Rng) {
                 ));
             }
         }
+        10 if round.ops.has(Kind::Par) => par_op(round, &pool, depth, rng, &format!("t{id}")),
         _ => {}
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data-parallel calls (`Kind::Par`)
+
+/// A task token run by one of a data-parallel call's item calls.
+type PieceTask = Mutex<Option<Box<dyn FnOnce() -> u64 + Send>>>;
+
+/// A data-parallel call, from a driver (`depth` 0) or inside a task: `Pool::for_each`,
+/// `par_for_each_mut`, `par_chunks_mut`, `map_reduce`, a sort or `install` (inside a task on
+/// one of the pool's workers, the free functions on the current pool as often). Up to two of
+/// a loop's item calls run a task token (which may nest more operations, a data-parallel
+/// call among them). Checks that the call returned the sequential result exactly, with every
+/// item call finished (each counts itself as its last act) and its tokens run.
+fn par_op(round: &Arc<Round>, pool: &Pool, depth: u32, rng: &mut Rng, who: &str) {
+    // The free functions use the calling worker's pool: only on one of ours.
+    let free = depth > 0 && flock::current_worker_index().is_some() && rng.chance(1, 2);
+    let n = if rng.chance(1, 8) {
+        rng.range(0, 1)
+    } else {
+        rng.range(2, 400)
+    };
+    let what = rng.below(6);
+    // The loops' item calls run in the pool's tasks (or a scope's, on the caller): tokens
+    // go there only, never onto this thread outside of one.
+    let mut pieces: Vec<(usize, PieceTask)> = Vec::new();
+    let mut recs = Vec::new();
+    if n > 0 && what < 4 {
+        for _ in 0..rng.range(0, 2) {
+            let t = round.task(TaskKind::MustRun, depth, rng);
+            recs.push(last_rec());
+            let t: Box<dyn FnOnce() -> u64 + Send> = Box::new(t);
+            pieces.push((rng.below(n as u64) as usize, Mutex::new(Some(t))));
+        }
+    }
+    // Item `i`'s tokens, if it has any.
+    let hit = |i: usize| {
+        for (at, t) in &pieces {
+            if *at == i {
+                if let Some(t) = t.lock().unwrap().take() {
+                    t();
+                }
+            }
+        }
+    };
+    let calls = AtomicUsize::new(0);
+    round.log(format!(
+        "{who}: par {what} of {n} (free functions {free}), tokens {:?}",
+        recs.iter().map(|r| r.id).collect::<Vec<_>>()
+    ));
+    let wrong = match what {
+        0 => {
+            let chunk = rng.chance(1, 2).then(|| rng.range(1, 40));
+            let sum = AtomicUsize::new(0);
+            pool.for_each(0..n, chunk, |i| {
+                hit(i);
+                sum.fetch_add(i, SeqCst);
+                calls.fetch_add(1, SeqCst);
+            });
+            let sum = sum.into_inner();
+            (sum != n * n.saturating_sub(1) / 2).then(|| format!("for_each summed {sum}"))
+        }
+        1 => {
+            let mut v: Vec<usize> = (0..n).collect();
+            let f = |x: &mut usize| {
+                hit(*x);
+                *x = *x * 3 + 1;
+                calls.fetch_add(1, SeqCst);
+            };
+            if free {
+                flock::par_for_each_mut(&mut v, f);
+            } else {
+                pool.par_for_each_mut(&mut v, f);
+            }
+            let bad = v.iter().enumerate().find(|&(i, &x)| x != i * 3 + 1);
+            bad.map(|(i, x)| format!("par_for_each_mut left item {i} at {x}"))
+        }
+        2 => {
+            let size = rng.range(1, 50);
+            let mut v: Vec<usize> = (0..n).collect();
+            let f = |c: usize, chunk: &mut [usize]| {
+                for x in chunk.iter_mut() {
+                    hit(*x);
+                    *x = c;
+                    calls.fetch_add(1, SeqCst);
+                }
+            };
+            if free {
+                flock::par_chunks_mut(&mut v, size, f);
+            } else {
+                pool.par_chunks_mut(&mut v, size, f);
+            }
+            let bad = v.iter().enumerate().find(|&(i, &c)| c != i / size);
+            bad.map(|(i, c)| format!("par_chunks_mut({size}) gave item {i} chunk {c}"))
+        }
+        3 => {
+            let items: Vec<usize> = (0..n).collect();
+            let map = |x: &usize| {
+                hit(*x);
+                calls.fetch_add(1, SeqCst);
+                vec![*x]
+            };
+            let reduce = |mut a: Vec<usize>, b: Vec<usize>| {
+                a.extend(b);
+                a
+            };
+            let out = if free {
+                flock::map_reduce(&items, Vec::new, map, reduce)
+            } else {
+                pool.map_reduce(&items, Vec::new, map, reduce)
+            };
+            (out != items).then(|| format!("map_reduce folded {} items out of order", out.len()))
+        }
+        4 => {
+            // Above the sorts' leaf (4,096) half the time, so that they fork.
+            let len = if rng.chance(1, 2) {
+                rng.range(4097, 12_000)
+            } else {
+                n
+            };
+            let keyed: Vec<(u64, usize)> = (0..len).map(|i| (rng.below(500), i)).collect();
+            let mut want = keyed.clone();
+            want.sort();
+            let mut v = keyed.clone();
+            let by_key = |a: &(u64, usize), b: &(u64, usize)| a.0.cmp(&b.0);
+            // Stable by key alone: equal keys keep their indices' order, so it matches `want`.
+            match (rng.below(3), free) {
+                (0, true) => flock::par_sort_by(&mut v, by_key),
+                (0, false) => pool.par_sort_by(&mut v, by_key),
+                (1, true) => flock::par_sort(&mut v),
+                (1, false) => pool.par_sort(&mut v),
+                (_, true) => flock::par_sort_unstable(&mut v),
+                (_, false) => pool.par_sort_unstable(&mut v),
+            }
+            calls.store(n, SeqCst);
+            (v != want).then(|| format!("a sort of {len} items gave a wrong order"))
+        }
+        _ => {
+            // Both halves are tokens here: the join inside `install` must run them.
+            let a = round.task(TaskKind::MustRun, depth, rng);
+            let b = round.task(TaskKind::MustRun, depth, rng);
+            let ab = last_recs(2);
+            recs.extend(ab.iter().cloned());
+            let (index, (x, y)) = pool.install(|| {
+                let index = flock::current_worker_index();
+                // Off the workers (the pool shut down, or the lane reserve took `op` up)
+                // `flock::join` would use the global pool: this pool's join instead.
+                let xy = if index.is_some() {
+                    flock::join(a, b)
+                } else {
+                    pool.join(a, b)
+                };
+                (index, xy)
+            });
+            calls.store(n, SeqCst);
+            // From a driver, `op` runs on a worker unless the pool is shut down or (with
+            // lanes) the lane reserve took it up.
+            let off =
+                depth == 0 && index.is_none() && !pool.is_shutdown() && round.cfg.lanes.is_none();
+            if (x, y) != (ab[0].id, ab[1].id) || off {
+                Some(format!(
+                    "install gave {index:?}, ({x}, {y}) for tasks {}, {}",
+                    ab[0].id, ab[1].id
+                ))
+            } else {
+                None
+            }
+        }
+    };
+    if pieces.iter().any(|(_, t)| t.lock().unwrap().is_some()) {
+        round.fail(format!(
+            "{who}: par {what} of {n} returned with a token's item not called"
+        ));
+    }
+    let calls = calls.into_inner();
+    if let Some(wrong) = wrong {
+        round.fail(format!("{who}: par {what} of {n}: {wrong}"));
+    } else if calls != n {
+        round.fail(format!(
+            "{who}: par {what} of {n} returned after {calls} item calls"
+        ));
+    }
+    check_ran(round, &recs, "a data-parallel call");
+    PAR_CALLS[usize::from(depth > 0)].fetch_add(1, SeqCst);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1368,6 +1557,7 @@ impl Driver {
                     Err(e) => round.fail(format!("{end:?} from a driver: {e:?}")),
                 }
             }
+            Kind::Par => par_op(&round, &pool, 0, &mut self.rng, &name),
             Kind::Waker
             | Kind::Nested
             | Kind::BadName
@@ -1995,6 +2185,9 @@ static CURRENT_SEED: AtomicU64 = AtomicU64::new(0);
 /// Times `group_cancel_while_paused` made its check (the pause undisturbed to the end).
 static PAUSED_CANCEL_CHECKS: AtomicU64 = AtomicU64::new(0);
 
+/// Data-parallel calls checked (`par_op`): from drivers (`[0]`) and in tasks (`[1]`).
+static PAR_CALLS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
 /// Resizes made from a thread that may not pin (`[0]`), start threads (`[1]`) or issue a
 /// membarrier (`[2]`): how many, and how many failed for it (a grow that started a thread).
 static REFUSED_RESIZES: [[AtomicU64; 2]; 3] = [
@@ -2164,8 +2357,10 @@ fn torture() {
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; resizes where pinning was refused {} ({} failed), where threads were {} ({} failed), where membarriers were {}",
+        "torture: {rounds} rounds, {total_ops} driver ops, {tasks} tasks, every one ran or was dropped exactly once (seed {seed}); {} paused group cancels checked; data-parallel calls checked {} from drivers, {} in tasks; resizes where pinning was refused {} ({} failed), where threads were {} ({} failed), where membarriers were {}",
         PAUSED_CANCEL_CHECKS.load(SeqCst),
+        PAR_CALLS[0].load(SeqCst),
+        PAR_CALLS[1].load(SeqCst),
         REFUSED_RESIZES[0][0].load(SeqCst),
         REFUSED_RESIZES[0][1].load(SeqCst),
         REFUSED_RESIZES[1][0].load(SeqCst),
