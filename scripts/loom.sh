@@ -9,7 +9,8 @@
 # of a scope's count it keeps (credit), releases waking blocked submitters at the low-water
 # mark rather than one below it (room), the wake of a failed reservation's undo that
 # crosses the mark (undo), a broadcast calling only running slots (retiring), a parking
-# worker skipping the membarrier only where one covers its own era (era), the wake a
+# worker skipping the membarrier only where one covers its own era (era), the membarrier of
+# the searcher that leaves last while local pushes may skip F1 (unfenced), the wake a
 # searcher that found a task owes the work it saw left (chain), and the announcement of the
 # second of two jobs a worker claimed from a ring at once (claim), a group's zero waking only
 # the waits begun before it (epoch), a worker retiring only with an empty mailbox (mail),
@@ -144,6 +145,9 @@ canary push loom_push_locally_then_block
 canary push loom_push_locally_then_block_in_a_second_lane 1
 # A membarrier from an era that ended does not order a push made while nobody slept.
 canary era loom_a_membarrier_covers_only_its_era
+# A push that skipped F1 on `UNFENCED` relies on the last searcher's membarrier.
+canary unfenced loom_an_unfenced_push_seen_by_the_last_searcher_that_finds_work
+canary unfenced loom_an_unfenced_push_seen_by_the_last_searcher_that_parks
 # An undo that crosses the low-water mark without waking hangs the blocked submitter.
 canary undo loom_undo_that_crosses_the_mark_wakes_a_blocked_submitter
 # Without the re-check before parking, a worker sleeps through a submit.

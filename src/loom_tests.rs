@@ -671,7 +671,7 @@ fn loom_a_membarrier_covers_only_its_era() {
                 membarrier.point();
                 shared.job.store(1, Ordering::Release);
                 membarrier.point();
-                shared.sleep.notify_local_work();
+                shared.sleep.notify_local_work(&std::cell::Cell::new(0));
                 membarrier.point();
                 membarrier.leave();
             })
@@ -695,6 +695,131 @@ fn loom_a_membarrier_covers_only_its_era() {
             w.join().unwrap();
         }
     });
+}
+
+/// Pushes that rely on a searcher's membarrier (docs/protocol.md): with `UNFENCED` set and a
+/// worker searching, a local push that finds a sleeper skips F1, and the state change that
+/// leaves no searcher issues the membarrier before its re-check, whatever covers its era.
+/// Worker 1 sleeps in an era a membarrier covered before the push began; worker 0 searches
+/// and either finds another job first (`finds_other`: it leaves as the last searcher, and
+/// its chain check must see the push and wake worker 1) or finds nothing and parks (its
+/// announcement leaves no searcher, and its re-check must see the push). Under the
+/// `unfenced` canary that searcher issues no membarrier, and loom finds the lost wake-up
+/// (the job queued, both workers asleep or gone).
+fn unfenced_push_model(name: &str, finds_other: bool) {
+    use crate::sleep::barrier::{model::Membarrier, Barrier};
+    use crate::sleep::Sleep;
+    use loom::sync::atomic::AtomicBool;
+
+    struct Shared {
+        sleep: Sleep,
+        /// The pushed job: 0 not yet, 1 queued, 2 taken.
+        job: AtomicUsize,
+        exit: AtomicBool,
+        ran: Signal,
+    }
+
+    impl Shared {
+        /// A searcher's look for the pushed job; a searcher that took it and left last does
+        /// the chain check of `stop_searching` (nothing is left to wake for here).
+        fn take(&self) -> bool {
+            let took = (self.job)
+                .compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            if took {
+                self.sleep.transition_from_searching();
+                self.ran.signal();
+            }
+            took
+        }
+
+        /// Parks (announced as a searcher), re-checks, and searches when woken, until it
+        /// took the job or the model ends.
+        fn park_and_search(&self, index: usize) {
+            loop {
+                assert!(self.sleep.announce_parked(index, true));
+                let exit = self.exit.load(Ordering::SeqCst);
+                if exit || self.job.load(Ordering::Acquire) == 1 {
+                    if !self.sleep.cancel_park(index) {
+                        self.sleep.park(index);
+                    }
+                } else {
+                    self.sleep.park(index);
+                }
+                if self.take() || self.exit.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
+    }
+
+    model(name, move || {
+        let membarrier = Arc::new(Membarrier::new());
+        let shared = Arc::new(Shared {
+            sleep: Sleep::with_barrier(2, Barrier::modeled(membarrier.clone())),
+            job: AtomicUsize::new(0),
+            exit: AtomicBool::new(false),
+            ran: Signal::new(),
+        });
+        shared.sleep.model_unfenced_state(1, 1);
+        let pusher = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                membarrier.point();
+                shared.job.store(1, Ordering::Release);
+                membarrier.point();
+                shared.sleep.notify_local_work(&std::cell::Cell::new(0));
+                membarrier.point();
+                membarrier.leave();
+            })
+        };
+        let searcher = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                if finds_other {
+                    // Another job found (not modeled): leave the Searching state, last.
+                    if shared.sleep.transition_from_searching()
+                        && shared.job.load(Ordering::Acquire) == 1
+                    {
+                        shared.sleep.wake_for_found_work(2);
+                    }
+                } else if !shared.take() {
+                    shared.park_and_search(0);
+                }
+            })
+        };
+        let sleeper = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                shared.sleep.park(1);
+                if !shared.take() && !shared.exit.load(Ordering::SeqCst) {
+                    shared.park_and_search(1);
+                }
+            })
+        };
+        shared.ran.wait();
+        shared.exit.store(true, Ordering::SeqCst);
+        shared.sleep.wake_all();
+        pusher.join().unwrap();
+        searcher.join().unwrap();
+        sleeper.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_an_unfenced_push_seen_by_the_last_searcher_that_finds_work() {
+    unfenced_push_model(
+        "loom_an_unfenced_push_seen_by_the_last_searcher_that_finds_work",
+        true,
+    );
+}
+
+#[test]
+fn loom_an_unfenced_push_seen_by_the_last_searcher_that_parks() {
+    unfenced_push_model(
+        "loom_an_unfenced_push_seen_by_the_last_searcher_that_parks",
+        false,
+    );
 }
 
 /// `loom_push_locally_then_block` through a batch: the batch's iterator, the task's own

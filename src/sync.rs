@@ -299,6 +299,9 @@ pub(crate) enum Canary {
     /// `hook`: a retiring worker hands its stop hook's tasks over only while no shutdown has
     /// begun (removed: also after, when the others may have left).
     Hook,
+    /// `unfenced`: the searcher that leaves last while `UNFENCED` is set issues the
+    /// membarrier before its re-check.
+    Unfenced,
 }
 
 /// Whether `which` is removed in this process: a loom build with `FLOCK_LOOM_CANARY` naming
@@ -329,10 +332,11 @@ pub(crate) fn canary(which: Canary) -> bool {
             "slot" => Canary::Slot,
             "front" => Canary::Front,
             "hook" => Canary::Hook,
+            "unfenced" => Canary::Unfenced,
             _ => panic!(
                 "FLOCK_LOOM_CANARY={name}: no such canary \
                  (recheck, push, ring, credit, room, undo, retiring, era, chain, claim, epoch, mail, reclaim, \
-                 idle, exit, slot, front, hook)"
+                 idle, exit, slot, front, hook, unfenced)"
             ),
         })
     });

@@ -22,6 +22,7 @@ use crate::sync::{canary, facade_thread_local, fence, Arc, Canary, Ordering};
 use crate::sys::frames::{self, Anchor, Anchored, ArcPart};
 use crate::unwind::{call_guarded, AbortIfPanic};
 use crossbeam_utils::Backoff;
+use std::cell::Cell;
 use std::ptr;
 
 mod execute;
@@ -156,6 +157,9 @@ pub(crate) struct WorkerThread {
     units: HeldUnits,
     /// How scope tasks spawned here are queued, and their blocks and units kept here.
     scope: ScopeCache,
+    /// Fenced local pushes that found a searcher since we last set `UNFENCED`
+    /// (`Sleep::notify_local_work`).
+    fenced_pushes: Cell<u32>,
 }
 
 /// What a worker keeps for the scopes whose tasks it spawns and runs.
@@ -238,6 +242,7 @@ pub(crate) fn run(
             blocks: Blocks::new(),
             credit: Credit::new(),
         },
+        fenced_pushes: Cell::new(0),
         shard,
         registry,
     };

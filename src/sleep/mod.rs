@@ -1,8 +1,9 @@
 //! Idle workers: searching, parking and waking. The protocol, with the argument for why no
 //! wake-up is lost, is in `docs/protocol.md` ("Sleep"); the two change together.
 
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{canary, fence, AtomicU64, Canary, Ordering};
 use crossbeam_utils::CachePadded;
+use std::cell::Cell;
 use std::sync::PoisonError;
 #[cfg(not(flock_loom))]
 use std::time::{Duration, Instant};
@@ -14,6 +15,17 @@ use sleepers::Sleepers;
 
 const SEARCHING_ONE: u64 = 1;
 const SLEEPING_ONE: u64 = 1 << 32;
+/// The top bit of the `searching` field (never reached by the count, which stays under
+/// `MAX_WORKERS`): local pushes that find a sleeper and a searcher may skip F1, and the
+/// state change that leaves no searcher must issue the membarrier before its re-check
+/// (docs/protocol.md, "Pushes that rely on a searcher's membarrier").
+const UNFENCED: u64 = 1 << 31;
+
+/// How many fenced local pushes that found a searcher (and a sleeper) a worker makes before
+/// it sets `UNFENCED`: the flag costs the next last searcher a membarrier, so a worker that
+/// pushes once a round (a two-way join each round) sets it once in so many rounds, while one
+/// that forks thousands of times a search (fib) pays the fence on this many pushes only.
+const FENCED_BEFORE_UNFENCED: u32 = 64;
 
 /// How many sleepers a searcher that found work wakes when more is queued
 /// (`Sleep::wake_for_found_work`): two, so the awake workers double each hop of a ramp.
@@ -26,7 +38,7 @@ const FINDER_WAKES: usize = 2;
 const REFUSED_GRACE: Duration = Duration::from_millis(1);
 
 fn searching(state: u64) -> u64 {
-    state & (SLEEPING_ONE - 1)
+    state & (UNFENCED - 1)
 }
 
 fn sleeping(state: u64) -> u64 {
@@ -35,9 +47,11 @@ fn sleeping(state: u64) -> u64 {
 
 /// The most workers the state word's fields can count (kept well inside 32 bits).
 pub(crate) const MAX_WORKERS: usize = 1 << 16;
+const _: () = assert!((MAX_WORKERS as u64) < UNFENCED);
 
 pub(crate) struct Sleep {
-    /// `searching` in bits 0..32, `sleeping` in bits 32..64 (see docs/protocol.md).
+    /// `searching` in bits 0..31, `UNFENCED` at bit 31, `sleeping` in bits 32..64 (see
+    /// docs/protocol.md).
     state: CachePadded<AtomicU64>,
     /// std's mutex (loom's under loom), as the parkers' (see `Parker`): a worker that blocks
     /// here when the process forks must leave nothing in a process-wide table.
@@ -89,6 +103,18 @@ impl Sleep {
         sleep
     }
 
+    /// Under loom: worker `asleep` listed and parked in an era that a membarrier already
+    /// covers (issued before the model's threads start), `searchers` workers searching, and
+    /// `UNFENCED` set (the loom models' tests only).
+    #[cfg(all(flock_loom, test))]
+    pub(crate) fn model_unfenced_state(&self, asleep: usize, searchers: u64) {
+        let mut sleepers = self.sleepers();
+        let era = sleepers.push(asleep);
+        sleepers.cover(era);
+        self.state
+            .fetch_add(SLEEPING_ONE + searchers + UNFENCED, Ordering::SeqCst);
+    }
+
     /// The sleeper list, locked.
     fn sleepers(&self) -> OwnGuard<'_, Sleepers> {
         lock(&self.sleepers)
@@ -127,15 +153,64 @@ impl Sleep {
     /// must re-check the queues (and call `wake_for_found_work` if work is left) — the promise
     /// in docs/protocol.md.
     pub(crate) fn transition_from_searching(&self) -> bool {
-        let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
-        self.count_write();
+        let prev = self.leave_searching(SEARCHING_ONE.wrapping_neg());
         let last = searching(prev) == 1;
         if last {
             // Pairs with F1 (`notify_new_work`): a submitter that saw us searching and woke
             // no one has its push visible to the re-check that follows.
             fence(Ordering::SeqCst);
+            if prev & UNFENCED != 0 {
+                self.barrier_for_unfenced();
+            }
         }
         last
+    }
+
+    /// One searcher leaves the Searching state: `state += delta` (`delta` takes one from
+    /// `searching`), clearing `UNFENCED` in the same write when it leaves no searcher.
+    /// Returns the state before. SeqCst, as the callers' RMWs always were (the promise's
+    /// pairing with F1). A CAS loop rather than a `fetch_add`: the flag must go in the same
+    /// write as the last searcher, or a searcher that arrived in between could be relied on
+    /// with the flag and then leave without it.
+    fn leave_searching(&self, delta: u64) -> u64 {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(
+                searching(cur) > 0,
+                "a worker left the Searching state twice"
+            );
+            let mut new = cur.wrapping_add(delta);
+            if searching(cur) == 1 {
+                new &= !UNFENCED;
+            }
+            match self
+                .state
+                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.count_write();
+                    return cur;
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The last searcher left while `UNFENCED` was set: a local push may have read it
+    /// searching and skipped its fence, so the membarrier orders that push before the
+    /// re-check that follows (docs/protocol.md, "Pushes that rely on a searcher's
+    /// membarrier"). The `unfenced` canary removes it (scripts/loom.sh). Where the
+    /// membarrier is refused, the re-check waits out `REFUSED_GRACE`, after which a push
+    /// that skipped its fence is visible (as in "A membarrier refused").
+    #[cold]
+    fn barrier_for_unfenced(&self) {
+        if canary(Canary::Unfenced) {
+            return;
+        }
+        if !self.barrier.issue() {
+            #[cfg(not(flock_loom))]
+            std::thread::sleep(REFUSED_GRACE);
+        }
     }
 
     /// Step 1 and 2 of parking: list ourselves as a sleeper, then fence (F2), then the heavy
@@ -148,19 +223,28 @@ impl Sleep {
     pub(crate) fn announce_parked(&self, index: usize, was_searching: bool) -> bool {
         let mut sleepers = self.sleepers();
         let era = sleepers.push(index);
-        let delta = if was_searching {
-            SLEEPING_ONE - SEARCHING_ONE
+        let unfenced = if was_searching {
+            let prev = self.leave_searching(SLEEPING_ONE - SEARCHING_ONE);
+            searching(prev) == 1 && prev & UNFENCED != 0
         } else {
-            SLEEPING_ONE
+            self.state.fetch_add(SLEEPING_ONE, Ordering::SeqCst);
+            self.count_write();
+            false
         };
-        self.state.fetch_add(delta, Ordering::SeqCst);
-        self.count_write();
         let covered = sleepers.barrier_covers(era);
         drop(sleepers);
         // F2: pairs with F1 in `notify_new_work` and with the fence in
         // `transition_from_searching`; after it, either a submitter sees us sleeping or our
         // re-check sees its job.
         fence(Ordering::SeqCst);
+        if unfenced {
+            // The last searcher, with `UNFENCED` set: whatever covers our era, a push may
+            // have relied on us (`transition_from_searching`).
+            if canary(Canary::Unfenced) {
+                return covered || self.barrier_before_recheck(era);
+            }
+            return self.barrier.issue();
+        }
         covered || self.barrier_before_recheck(era)
     }
 
@@ -337,16 +421,23 @@ impl Sleep {
 
     /// After a worker pushed onto its own deque (docs/protocol.md, "Local pushes and the
     /// asymmetric barrier"): with nobody asleep, one load and no fence; otherwise the test
-    /// of `notify_new_work`, behind its F1. Returns whether someone was asleep (the fenced
-    /// path was taken), for `Stats::local_push_wake_checks`.
+    /// of `notify_new_work`, behind its F1, unless `UNFENCED` and a searcher let it skip
+    /// F1. Returns whether someone was asleep, for `Stats::local_push_wake_checks`.
+    /// `fenced`: the calling worker's count of fenced pushes that found a searcher.
     #[inline]
-    pub(crate) fn notify_local_work(&self) -> bool {
+    pub(crate) fn notify_local_work(&self, fenced: &Cell<u32>) -> bool {
         // The light side: a compiler fence where parking workers issue a membarrier, else
         // a SeqCst fence. Either way this load sees `sleeping` of any worker whose re-check
         // could have missed our push.
         self.barrier.after_local_push();
-        if sleeping(self.state.load(Ordering::Relaxed)) > 0 {
-            self.notify_local_work_cold();
+        let state = self.state.load(Ordering::Relaxed);
+        if sleeping(state) > 0 {
+            // With `UNFENCED` and a searcher, no F1: the state change that leaves no
+            // searcher issues the membarrier before its re-check (docs/protocol.md, "Pushes
+            // that rely on a searcher's membarrier").
+            if state & UNFENCED == 0 || searching(state) == 0 {
+                self.notify_local_work_cold(fenced);
+            }
             return true;
         }
         false
@@ -397,10 +488,33 @@ impl Sleep {
     }
 
     #[cold]
-    fn notify_local_work_cold(&self) {
+    fn notify_local_work_cold(&self, fenced: &Cell<u32>) {
         // F1 (`notify_new_work`): someone sleeps, so a searcher may hold the promise for
         // our job, and its re-check must see the push as it sees a submitter's.
-        self.notify_new_work();
+        fence(Ordering::SeqCst);
+        let state = self.state.load(Ordering::Relaxed);
+        if searching(state) == 0 {
+            if sleeping(state) > 0 {
+                self.wake_one();
+            }
+            return;
+        }
+        // A searcher holds the promise. After enough pushes like this one, ask for the
+        // membarrier in its place: only where parks issue it (with fences, the light side
+        // already fenced).
+        if !self.barrier.heavy() || state & UNFENCED != 0 {
+            return;
+        }
+        let n = fenced.get() + 1;
+        if n < FENCED_BEFORE_UNFENCED {
+            fenced.set(n);
+            return;
+        }
+        fenced.set(0);
+        // Relaxed: the flag only adds an obligation for the searcher that leaves last (which
+        // reads it in its own RMW); our later pushes rely on it only once their load reads it.
+        self.state.fetch_or(UNFENCED, Ordering::Relaxed);
+        self.count_write();
     }
 
     /// Wakes worker `index` if it is parked (listed), making it a searcher: a latch it

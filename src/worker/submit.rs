@@ -153,7 +153,7 @@ impl WorkerThread {
     /// (`Sleep::notify_local_work`), counting the pushes that found a sleeper.
     #[inline]
     pub(super) fn notify_local_work(&self) {
-        if self.registry.sleep.notify_local_work() {
+        if self.registry.sleep.notify_local_work(&self.fenced_pushes) {
             self.shard().stats.stat_owned(Stat::LocalPushWakeChecks, 1);
         }
     }
