@@ -131,3 +131,53 @@ fn overload_with_stalled_workers_stays_bounded() {
         }
     });
 }
+
+/// fib through `join`, to make a worker's pushes find sleepers and searchers.
+fn fib(pool: &Pool, n: u32) -> u64 {
+    if n < 2 {
+        return n as u64;
+    }
+    let (a, b) = pool.join(|| fib(pool, n - 1), || fib(pool, n - 2));
+    a + b
+}
+
+/// More workers than CPUs, so that workers sleep while others fork: after a worker's first
+/// 64 pushes that find a sleeper and a searcher, its pushes skip their fence and rely on the
+/// membarrier of the searcher that leaves last (docs/protocol.md, "Pushes that rely on a
+/// searcher's membarrier"). Each round forks a few thousand times, then pushes one job and
+/// blocks outside flock until another worker ran it, twice: a task submitted from the task,
+/// and a join's second half that the first half waits for. A push that nobody sees hangs the
+/// round (the watchdog fails the test). A stress test only: the loom models
+/// `loom_an_unfenced_push_seen_by_the_last_searcher_*` are what check the protocol.
+#[test]
+// Under Miri parks use fences, not the membarrier, so no push ever skips its fence.
+#[cfg_attr(miri, ignore)]
+fn pushes_after_many_forks_then_a_block_are_run_by_others() {
+    const ROUNDS: usize = 2_000;
+    const FIB: u32 = 14;
+    watchdog(300, "pushes after forks, then a block", || {
+        let pool = Arc::new(Pool::builder().workers(16).build().unwrap());
+        for round in 0..ROUNDS {
+            let p = pool.clone();
+            let (tx, rx) = std::sync::mpsc::channel::<u64>();
+            pool.submit(move || {
+                assert_eq!(fib(&p, FIB), 377);
+                // A submit from the task, which then blocks until another worker ran it.
+                let (done_tx, done_rx) = std::sync::mpsc::channel();
+                p.submit(move || done_tx.send(()).unwrap()).unwrap();
+                done_rx.recv().unwrap();
+                assert_eq!(fib(&p, FIB), 377);
+                // A join whose first half waits for its second (pushed) half.
+                let (half_tx, half_rx) = std::sync::mpsc::channel();
+                p.join(
+                    move || half_rx.recv().unwrap(),
+                    move || half_tx.send(()).unwrap(),
+                );
+                tx.send(round as u64).unwrap();
+            })
+            .unwrap();
+            assert_eq!(rx.recv().unwrap(), round as u64);
+        }
+        pool.wait().unwrap();
+    });
+}
