@@ -167,33 +167,34 @@ impl Sleep {
     }
 
     /// One searcher leaves the Searching state: `state += delta` (`delta` takes one from
-    /// `searching`), clearing `UNFENCED` in the same write when it leaves no searcher.
-    /// Returns the state before. SeqCst, as the callers' RMWs always were (the promise's
-    /// pairing with F1). A CAS loop rather than a `fetch_add`: the flag must go in the same
-    /// write as the last searcher, or a searcher that arrived in between could be relied on
-    /// with the flag and then leave without it.
+    /// `searching`), one SeqCst RMW as the callers' always were (the promise's pairing with
+    /// F1). Returns the state before. When that write leaves no searcher and `UNFENCED` was
+    /// set, the flag is cleared by a CAS that expects exactly the value written: if another
+    /// write came in between, the flag stays, and the next write that leaves no searcher
+    /// sees it and issues the membarrier in turn. The clear must follow no other write: a
+    /// searcher that arrived in between could be relied on under the flag and then leave
+    /// after the flag was gone (docs/protocol.md, "Pushes that rely on a searcher's
+    /// membarrier").
     fn leave_searching(&self, delta: u64) -> u64 {
-        let mut cur = self.state.load(Ordering::Relaxed);
-        loop {
-            debug_assert!(
-                searching(cur) > 0,
-                "a worker left the Searching state twice"
-            );
-            let mut new = cur.wrapping_add(delta);
-            if searching(cur) == 1 {
-                new &= !UNFENCED;
-            }
-            match self
+        let prev = self.state.fetch_add(delta, Ordering::SeqCst);
+        self.count_write();
+        debug_assert!(
+            searching(prev) > 0,
+            "a worker left the Searching state twice"
+        );
+        if searching(prev) == 1 && prev & UNFENCED != 0 {
+            let now = prev.wrapping_add(delta);
+            // Relaxed: the clear adds nothing to order; the membarrier our caller issues
+            // next is what covers the pushes that read the flag.
+            if self
                 .state
-                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(now, now & !UNFENCED, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
             {
-                Ok(_) => {
-                    self.count_write();
-                    return cur;
-                }
-                Err(now) => cur = now,
+                self.count_write();
             }
         }
+        prev
     }
 
     /// The last searcher left while `UNFENCED` was set: a local push may have read it
