@@ -593,6 +593,77 @@ fn loom_push_locally_then_block_in_a_second_lane() {
     );
 }
 
+/// The sleep protocol alone, for the models that need the membarrier pairing loom cannot run
+/// in a pool (`Barrier::modeled`): two workers' sleep state and one job a pusher queues.
+struct SleepModel {
+    sleep: crate::sleep::Sleep,
+    /// The pushed job: 0 not yet, 1 queued, 2 taken.
+    job: AtomicUsize,
+    exit: loom::sync::atomic::AtomicBool,
+    ran: Signal,
+}
+
+impl SleepModel {
+    fn new(barrier: crate::sleep::barrier::Barrier) -> SleepModel {
+        SleepModel {
+            sleep: crate::sleep::Sleep::with_barrier(2, barrier),
+            job: AtomicUsize::new(0),
+            exit: loom::sync::atomic::AtomicBool::new(false),
+            ran: Signal::new(),
+        }
+    }
+
+    /// The pushing thread: queues the job with the light side (no fence), passing the
+    /// model membarrier's barrier at each point where the real one may land.
+    fn pusher(
+        shared: &Arc<SleepModel>,
+        membarrier: Arc<crate::sleep::barrier::model::Membarrier>,
+    ) -> loom::thread::JoinHandle<()> {
+        let shared = shared.clone();
+        loom::thread::spawn(move || {
+            membarrier.point();
+            shared.job.store(1, Ordering::Release);
+            membarrier.point();
+            shared.sleep.notify_local_work(&std::cell::Cell::new(0));
+            membarrier.point();
+            membarrier.leave();
+        })
+    }
+
+    /// A searcher's look for the job: whether it took it (and then left the Searching state).
+    fn take(&self) -> bool {
+        let took = (self.job)
+            .compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if took {
+            self.sleep.transition_from_searching();
+            self.ran.signal();
+        }
+        took
+    }
+
+    /// `Worker::park`'s steps (announced as a searcher or not), the re-check, then a search
+    /// when woken, until it took the job or the model ends.
+    fn park_and_search(&self, index: usize, mut searching: bool) {
+        loop {
+            assert!(self.sleep.announce_parked(index, searching));
+            // The re-check: the queue and the exit.
+            let exit = self.exit.load(Ordering::SeqCst);
+            if exit || self.job.load(Ordering::Acquire) == 1 {
+                if !self.sleep.cancel_park(index) {
+                    self.sleep.park(index);
+                }
+            } else {
+                self.sleep.park(index);
+            }
+            searching = true;
+            if self.take() || self.exit.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+}
+
 /// One membarrier per era (docs/protocol.md): the sleep protocol alone, with the membarrier
 /// pairing that loom cannot run in a pool (`Barrier::modeled`). A thread pushes one job with
 /// the light side (no fence). Meanwhile worker 0 parks (on the main thread, before the
@@ -604,78 +675,11 @@ fn loom_push_locally_then_block_in_a_second_lane() {
 #[test]
 fn loom_a_membarrier_covers_only_its_era() {
     use crate::sleep::barrier::{model::Membarrier, Barrier};
-    use crate::sleep::Sleep;
-    use loom::sync::atomic::AtomicBool;
-
-    struct Shared {
-        sleep: Sleep,
-        /// 0: nothing queued, 1: the job is queued, 2: a worker took it.
-        job: AtomicUsize,
-        exit: AtomicBool,
-        ran: Signal,
-    }
-
-    impl Shared {
-        /// A searcher's look for work: whether it took the job.
-        fn take(&self) -> bool {
-            let took = (self.job)
-                .compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            if took {
-                self.sleep.transition_from_searching();
-                self.ran.signal();
-            }
-            took
-        }
-
-        /// A worker (`Worker::park`'s steps, then a search), until it took the job or the
-        /// model ends. `woken`: a waker already chose it, so it consumes the token first.
-        fn work(&self, index: usize, woken: bool) {
-            if woken {
-                self.sleep.park(index);
-                if self.take() {
-                    return;
-                }
-            }
-            let mut searching = woken;
-            loop {
-                assert!(self.sleep.announce_parked(index, searching));
-                // The re-check: the queue and the exit.
-                let exit = self.exit.load(Ordering::SeqCst);
-                if exit || self.job.load(Ordering::Acquire) == 1 {
-                    if !self.sleep.cancel_park(index) {
-                        self.sleep.park(index);
-                    }
-                } else {
-                    self.sleep.park(index);
-                }
-                searching = true;
-                if self.take() || self.exit.load(Ordering::SeqCst) {
-                    return;
-                }
-            }
-        }
-    }
 
     model("loom_a_membarrier_covers_only_its_era", || {
         let membarrier = Arc::new(Membarrier::new());
-        let shared = Arc::new(Shared {
-            sleep: Sleep::with_barrier(2, Barrier::modeled(membarrier.clone())),
-            job: AtomicUsize::new(0),
-            exit: AtomicBool::new(false),
-            ran: Signal::new(),
-        });
-        let pusher = {
-            let shared = shared.clone();
-            loom::thread::spawn(move || {
-                membarrier.point();
-                shared.job.store(1, Ordering::Release);
-                membarrier.point();
-                shared.sleep.notify_local_work(&std::cell::Cell::new(0));
-                membarrier.point();
-                membarrier.leave();
-            })
-        };
+        let shared = Arc::new(SleepModel::new(Barrier::modeled(membarrier.clone())));
+        let pusher = SleepModel::pusher(&shared, membarrier);
         // Worker 0's first park: the era's membarrier (the pusher passes it at one of its
         // points), a re-check whose result does not matter, then a wake that ends the era
         // (ours, or the pusher's if its fenced path saw worker 0 asleep).
@@ -684,7 +688,16 @@ fn loom_a_membarrier_covers_only_its_era() {
         let workers: Vec<_> = (0..2)
             .map(|index| {
                 let shared = shared.clone();
-                loom::thread::spawn(move || shared.work(index, index == 0))
+                loom::thread::spawn(move || {
+                    let woken = index == 0;
+                    if woken {
+                        shared.sleep.park(index);
+                        if shared.take() {
+                            return;
+                        }
+                    }
+                    shared.park_and_search(index, woken);
+                })
             })
             .collect();
         shared.ran.wait();
@@ -708,71 +721,12 @@ fn loom_a_membarrier_covers_only_its_era() {
 /// (the job queued, both workers asleep or gone).
 fn unfenced_push_model(name: &str, finds_other: bool) {
     use crate::sleep::barrier::{model::Membarrier, Barrier};
-    use crate::sleep::Sleep;
-    use loom::sync::atomic::AtomicBool;
-
-    struct Shared {
-        sleep: Sleep,
-        /// The pushed job: 0 not yet, 1 queued, 2 taken.
-        job: AtomicUsize,
-        exit: AtomicBool,
-        ran: Signal,
-    }
-
-    impl Shared {
-        /// A searcher's look for the pushed job; a searcher that took it and left last does
-        /// the chain check of `stop_searching` (nothing is left to wake for here).
-        fn take(&self) -> bool {
-            let took = (self.job)
-                .compare_exchange(1, 2, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            if took {
-                self.sleep.transition_from_searching();
-                self.ran.signal();
-            }
-            took
-        }
-
-        /// Parks (announced as a searcher), re-checks, and searches when woken, until it
-        /// took the job or the model ends.
-        fn park_and_search(&self, index: usize) {
-            loop {
-                assert!(self.sleep.announce_parked(index, true));
-                let exit = self.exit.load(Ordering::SeqCst);
-                if exit || self.job.load(Ordering::Acquire) == 1 {
-                    if !self.sleep.cancel_park(index) {
-                        self.sleep.park(index);
-                    }
-                } else {
-                    self.sleep.park(index);
-                }
-                if self.take() || self.exit.load(Ordering::SeqCst) {
-                    return;
-                }
-            }
-        }
-    }
 
     model(name, move || {
         let membarrier = Arc::new(Membarrier::new());
-        let shared = Arc::new(Shared {
-            sleep: Sleep::with_barrier(2, Barrier::modeled(membarrier.clone())),
-            job: AtomicUsize::new(0),
-            exit: AtomicBool::new(false),
-            ran: Signal::new(),
-        });
+        let shared = Arc::new(SleepModel::new(Barrier::modeled(membarrier.clone())));
         shared.sleep.model_unfenced_state(1, 1);
-        let pusher = {
-            let shared = shared.clone();
-            loom::thread::spawn(move || {
-                membarrier.point();
-                shared.job.store(1, Ordering::Release);
-                membarrier.point();
-                shared.sleep.notify_local_work(&std::cell::Cell::new(0));
-                membarrier.point();
-                membarrier.leave();
-            })
-        };
+        let pusher = SleepModel::pusher(&shared, membarrier);
         let searcher = {
             let shared = shared.clone();
             loom::thread::spawn(move || {
@@ -784,7 +738,7 @@ fn unfenced_push_model(name: &str, finds_other: bool) {
                         shared.sleep.wake_for_found_work(2);
                     }
                 } else if !shared.take() {
-                    shared.park_and_search(0);
+                    shared.park_and_search(0, true);
                 }
             })
         };
@@ -793,7 +747,7 @@ fn unfenced_push_model(name: &str, finds_other: bool) {
             loom::thread::spawn(move || {
                 shared.sleep.park(1);
                 if !shared.take() && !shared.exit.load(Ordering::SeqCst) {
-                    shared.park_and_search(1);
+                    shared.park_and_search(1, true);
                 }
             })
         };
